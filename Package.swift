@@ -1,0 +1,37 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every target shares: Swift 6 language mode (complete strict
+/// concurrency) plus the upcoming features the project has adopted.
+let sharedSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Strata",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Strata", targets: ["Strata"]),
+        .executable(name: "strata", targets: ["strata"]),
+        .executable(name: "sandbox", targets: ["sandbox"]),
+    ],
+    targets: [
+        .target(name: "Strata"),
+        .target(name: "StrataCommand", dependencies: ["Strata"]),
+        .executableTarget(name: "strata", dependencies: ["StrataCommand"]),
+        .executableTarget(name: "sandbox", dependencies: ["Strata"], path: "Sandbox"),
+        .executableTarget(
+            name: "strata-journal-writer", dependencies: ["Strata"], path: "Tests/JournalWriter"),
+        .executableTarget(name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks"),
+        .testTarget(
+            name: "StrataTests",
+            dependencies: ["Strata", "StrataCommand"],
+            resources: [.copy("Fixtures")]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + sharedSettings
+}

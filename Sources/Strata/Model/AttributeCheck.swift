@@ -1,0 +1,36 @@
+import Foundation
+
+/// The checks a single attribute value must pass: type, presence and the declared limits.
+enum AttributeCheck {
+    /// What is wrong with `value` for `attribute`, or `nil` when it is acceptable.
+    static func problem(with value: Value, for attribute: Attribute) -> String? {
+        if value.isNull {
+            return attribute.isOptional ? nil : "a value is required (the attribute is not optional)"
+        }
+        guard value.attributeType == attribute.type else {
+            return "\(value) is not a \(attribute.type.rawValue)"
+        }
+        if let minimum = attribute.minimum, Value.compare(value, minimum) == .orderedAscending {
+            return "\(value) is less than the minimum \(minimum)"
+        }
+        if let maximum = attribute.maximum, Value.compare(value, maximum) == .orderedDescending {
+            return "\(value) is greater than the maximum \(maximum)"
+        }
+        let length: Int? =
+            switch value {
+            case .string(let s): s.count
+            case .data(let d): d.count
+            default: nil
+            }
+        if let length {
+            let unit = attribute.type == .string ? "characters" : "bytes"
+            if let minLength = attribute.minLength, length < minLength {
+                return "\(length) \(unit) is shorter than the minimum length \(minLength)"
+            }
+            if let maxLength = attribute.maxLength, length > maxLength {
+                return "\(length) \(unit) is longer than the maximum length \(maxLength)"
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+
+/// A validated data model: named, versioned, a list of entities.
+///
+/// A schema is checked when it is created: every relationship's destination and inverse
+/// must exist and point back, names must be unique identifiers, defaults and limits must fit
+/// their attribute's type. A schema that is wrong throws a ``SchemaError`` naming the entity
+/// and property.
+///
+/// ```swift
+/// let schema = try Schema("Songbook", version: 1, entities: [
+///     Entity("Artist",
+///            attributes: [Attribute("artistID", .int, unique: true),
+///                         Attribute("name", .string, optional: true, indexed: true)],
+///            relationships: [Relationship("albums", to: "Album", inverse: "artist",
+///                                         toMany: true, deleteRule: .cascade)],
+///            defaultSort: [SortKey("name")]),
+///     Entity("Album",
+///            attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string)],
+///            relationships: [Relationship("artist", to: "Artist", inverse: "albums")]),
+/// ])
+/// print(schema.fingerprint)   // the same for the same model written as a model file
+/// ```
+public struct Schema: Sendable, Hashable {
+    /// The model's name.
+    public let name: String
+    /// The model's version, for migrations.
+    public let version: Int
+    /// The entities, in declared order (their storage indexes).
+    public let entities: [Entity]
+    /// A digest of everything that affects how objects are stored and checked.
+    ///
+    /// Two schemas have the same fingerprint when their entities, properties (in order),
+    /// types, options, defaults, limits and default sorts are equal. The schema's name,
+    /// version and `renamedFrom` hints do not count: they describe history, not shape.
+    public let fingerprint: SchemaFingerprint
+
+    private let entityIndexes: [String: Int]
+
+    /// Creates and validates a schema.
+    /// - Throws: ``SchemaError`` naming the entity and property at fault.
+    public init(_ name: String, version: Int = 1, entities: [Entity]) throws(SchemaError) {
+        self.name = name
+        self.version = version
+        self.entities = entities
+        var indexes: [String: Int] = [:]
+        for (i, entity) in entities.enumerated() {
+            guard indexes.updateValue(i, forKey: entity.name) == nil else {
+                throw SchemaError(schema: name, entity: entity.name, "the entity name is used twice; rename one")
+            }
+        }
+        self.entityIndexes = indexes
+        self.fingerprint = SchemaFingerprint(of: entities)
+        try validate()
+    }
+
+    /// The storage index of the entity with this name, if any.
+    public func entityIndex(named name: String) -> Int? { entityIndexes[name] }
+
+    /// The entity with this name, if any.
+    public func entity(named name: String) -> Entity? {
+        entityIndexes[name].map { entities[$0] }
+    }
+
+    public static func == (lhs: Schema, rhs: Schema) -> Bool {
+        lhs.name == rhs.name && lhs.version == rhs.version && lhs.entities == rhs.entities
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(version)
+        hasher.combine(fingerprint)
+    }
+}
+
+// MARK: - Validation
+
+extension Schema {
+    private func validate() throws(SchemaError) {
+        guard !name.isEmpty else { throw SchemaError("the schema has no name; give it one") }
+        for entity in entities { try validate(entity) }
+    }
+
+    private func fail(_ entity: Entity, _ property: String? = nil, _ message: String) -> SchemaError {
+        SchemaError(schema: name, entity: entity.name, property: property, message)
+    }
+
+    private func validate(_ entity: Entity) throws(SchemaError) {
+        guard Schema.isIdentifier(entity.name) else {
+            throw fail(entity, nil, "an entity name must be a letter or _ followed by letters, digits or _")
+        }
+        var seen = Set<String>()
+        for property in entity.propertyNames {
+            guard Schema.isIdentifier(property) else {
+                throw fail(entity, property, "a property name must be a letter or _ followed by letters, digits or _")
+            }
+            guard seen.insert(property).inserted else {
+                throw fail(entity, property, "the name is used by two properties of the entity; rename one")
+            }
+        }
+        let uniques = entity.attributes.filter(\.isUnique)
+        if uniques.count > 1 {
+            throw fail(entity, uniques[1].name,
+                       "only one unique attribute per entity is supported; \"\(uniques[0].name)\" is already unique")
+        }
+        for attribute in entity.attributes { try validate(attribute, of: entity) }
+        for relationship in entity.relationships { try validate(relationship, of: entity) }
+        for sortKey in entity.defaultSort {
+            try validateKeyPath(sortKey.key, from: entity, purpose: "default sort key")
+        }
+    }
+
+    private func validate(_ attribute: Attribute, of entity: Entity) throws(SchemaError) {
+        let type = attribute.type
+        if let value = attribute.defaultValue {
+            if value.isNull {
+                guard attribute.isOptional else {
+                    throw fail(entity, attribute.name, "the default is nil but the attribute is not optional")
+                }
+            } else if value.attributeType != type {
+                throw fail(entity, attribute.name, "the default \(value) is not a \(type.rawValue)")
+            }
+        }
+        for (label, bound) in [("min", attribute.minimum), ("max", attribute.maximum)] {
+            guard let bound else { continue }
+            guard [.int, .double, .date].contains(type) else {
+                throw fail(entity, attribute.name, "\(label) applies only to int, double and date attributes, not \(type.rawValue)")
+            }
+            guard bound.attributeType == type else {
+                throw fail(entity, attribute.name, "\(label) \(bound) is not a \(type.rawValue)")
+            }
+        }
+        if let lower = attribute.minimum, let upper = attribute.maximum, Value.compare(lower, upper) == .orderedDescending {
+            throw fail(entity, attribute.name, "min \(lower) is greater than max \(upper)")
+        }
+        for (label, length) in [("minLength", attribute.minLength), ("maxLength", attribute.maxLength)] {
+            guard let length else { continue }
+            guard type == .string || type == .data else {
+                throw fail(entity, attribute.name, "\(label) applies only to string and data attributes, not \(type.rawValue)")
+            }
+            guard length >= 0 else { throw fail(entity, attribute.name, "\(label) \(length) is negative") }
+        }
+        if let lower = attribute.minLength, let upper = attribute.maxLength, lower > upper {
+            throw fail(entity, attribute.name, "minLength \(lower) is greater than maxLength \(upper)")
+        }
+        if let value = attribute.defaultValue, !value.isNull,
+            let problem = AttributeCheck.problem(with: value, for: attribute)
+        {
+            throw fail(entity, attribute.name, "the default \(value) is invalid: \(problem)")
+        }
+    }
+
+    private func validate(_ relationship: Relationship, of entity: Entity) throws(SchemaError) {
+        guard let destination = self.entity(named: relationship.destination) else {
+            throw fail(entity, relationship.name,
+                       "the destination entity \"\(relationship.destination)\" does not exist; entities are \(entities.map(\.name))")
+        }
+        guard let inverse = destination.relationships.first(where: { $0.name == relationship.inverse }) else {
+            throw fail(entity, relationship.name,
+                       "the inverse \"\(relationship.inverse)\" is not a relationship of \"\(destination.name)\"; its relationships are \(destination.relationships.map(\.name))")
+        }
+        guard inverse.destination == entity.name, inverse.inverse == relationship.name else {
+            throw fail(entity, relationship.name,
+                       "the inverse \"\(destination.name).\(inverse.name)\" points back to \"\(inverse.destination).\(inverse.inverse)\", not \"\(entity.name).\(relationship.name)\"")
+        }
+    }
+
+    /// Checks a dotted key path: every step but the last a to-one relationship, the last an attribute.
+    func validateKeyPath(_ keyPath: String, from entity: Entity, purpose: String) throws(SchemaError) {
+        var current = entity
+        let components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        for (i, component) in components.enumerated() {
+            let isLast = i == components.count - 1
+            if isLast {
+                guard current.attributes.contains(where: { $0.name == component }) else {
+                    throw fail(entity, keyPath,
+                               "\(purpose) \"\(keyPath)\": \"\(component)\" is not an attribute of \"\(current.name)\"; its attributes are \(current.attributes.map(\.name))")
+                }
+            } else {
+                guard let step = current.relationships.first(where: { $0.name == component }), !step.isToMany,
+                    let next = self.entity(named: step.destination)
+                else {
+                    throw fail(entity, keyPath,
+                               "\(purpose) \"\(keyPath)\": \"\(component)\" is not a to-one relationship of \"\(current.name)\"")
+                }
+                current = next
+            }
+        }
+    }
+
+    /// Whether a name is a letter or `_` followed by letters, digits or `_`.
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first else { return false }
+        func isLetter(_ c: Unicode.Scalar) -> Bool { c == "_" || c.properties.isAlphabetic }
+        return isLetter(first) && name.unicodeScalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) }
+    }
+}

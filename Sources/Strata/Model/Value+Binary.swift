@@ -1,0 +1,77 @@
+import Foundation
+
+/// The tag byte in front of every encoded value.
+enum ValueTag: UInt8 {
+    case null = 0, string, int, double, boolFalse, boolTrue, date, data, uuid, object, objects
+}
+
+extension ByteWriter {
+    /// Encodes a value with its tag. Object IDs are written as (entity index, number);
+    /// `entityIndex` maps an entity name to its storage index.
+    mutating func writeValue(_ value: Value, entityIndex: (String) -> Int = ByteWriter.noEntities) {
+        switch value {
+        case .null: write(ValueTag.null.rawValue)
+        case .string(let s): write(ValueTag.string.rawValue); writeString(s)
+        case .int(let i): write(ValueTag.int.rawValue); writeSignedVarint(i)
+        case .double(let d): write(ValueTag.double.rawValue); writeDouble(d)
+        case .bool(let b): write(b ? ValueTag.boolTrue.rawValue : ValueTag.boolFalse.rawValue)
+        case .date(let d): write(ValueTag.date.rawValue); writeDouble(d.timeIntervalSinceReferenceDate)
+        case .data(let d): write(ValueTag.data.rawValue); writeBytes(d)
+        case .uuid(let u): write(ValueTag.uuid.rawValue); writeUUID(u)
+        case .object(let id): write(ValueTag.object.rawValue); writeObjectID(id, entityIndex: entityIndex)
+        case .objects(let ids):
+            write(ValueTag.objects.rawValue)
+            writeVarint(ids.count)
+            for id in ids { writeObjectID(id, entityIndex: entityIndex) }
+        }
+    }
+
+    mutating func writeObjectID(_ id: ObjectID, entityIndex: (String) -> Int) {
+        writeVarint(entityIndex(id.entity))
+        writeVarint(id.number)
+    }
+
+    static func noEntities(_ name: String) -> Int {
+        preconditionFailure("object ID of entity \"\(name)\" encoded where no entity table is available")
+    }
+}
+
+extension ByteReader {
+    /// Decodes a tagged value. `entityName` maps a storage index to an entity name and
+    /// throws for an index the schema does not have.
+    mutating func readValue(entityName: (Int) throws(DecodeFailure) -> String) throws(DecodeFailure) -> Value {
+        let tagOffset = offset
+        let raw = try readByte()
+        guard let tag = ValueTag(rawValue: raw) else {
+            throw DecodeFailure(offset: tagOffset, reason: "unknown value tag \(raw)")
+        }
+        switch tag {
+        case .null: return .null
+        case .string: return .string(try readString())
+        case .int: return .int(try readSignedVarint())
+        case .double: return .double(try readDouble())
+        case .boolFalse: return .bool(false)
+        case .boolTrue: return .bool(true)
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: try readDouble()))
+        case .data: return .data(try readData())
+        case .uuid: return .uuid(try readUUID())
+        case .object: return .object(try readObjectID(entityName: entityName))
+        case .objects:
+            // Each ID takes at least two bytes, which bounds the count before allocating.
+            let count = try readCount("a to-many count", limit: remaining / 2)
+            var ids: [ObjectID] = []
+            ids.reserveCapacity(count)
+            for _ in 0..<count { ids.append(try readObjectID(entityName: entityName)) }
+            return .objects(ids)
+        }
+    }
+
+    mutating func readObjectID(entityName: (Int) throws(DecodeFailure) -> String) throws(DecodeFailure) -> ObjectID {
+        let index = try readCount("an entity index", limit: Int(Int32.max))
+        let name = try entityName(index)
+        let numberOffset = offset
+        let number = try readVarint()
+        guard number > 0 else { throw DecodeFailure(offset: numberOffset, reason: "object number 0 of \(name)") }
+        return ObjectID(entity: name, number: number)
+    }
+}

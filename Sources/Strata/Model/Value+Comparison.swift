@@ -1,0 +1,30 @@
+import Foundation
+
+extension Value {
+    /// Compares two values of the same kind; `nil` when they cannot be ordered against
+    /// each other (different kinds, or relationship values).
+    ///
+    /// `int` and `double` compare numerically with each other. Strings compare by Unicode
+    /// scalar values (the same order in memory and in the store).
+    public static func compare(_ lhs: Value, _ rhs: Value) -> ComparisonResult? {
+        func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
+        }
+        switch (lhs, rhs) {
+        case (.null, .null): return .orderedSame
+        case (.string(let a), .string(let b)):
+            if a.utf8.elementsEqual(b.utf8) { return .orderedSame }
+            return a.utf8.lexicographicallyPrecedes(b.utf8) ? .orderedAscending : .orderedDescending
+        case (.int(let a), .int(let b)): return order(a, b)
+        case (.double(let a), .double(let b)): return order(a, b)
+        case (.int(let a), .double(let b)): return order(Double(a), b)
+        case (.double(let a), .int(let b)): return order(a, Double(b))
+        case (.bool(let a), .bool(let b)): return order(a ? 1 : 0, b ? 1 : 0)
+        case (.date(let a), .date(let b)): return order(a, b)
+        case (.uuid(let a), .uuid(let b)): return order(a.uuidString, b.uuidString)
+        case (.data(let a), .data(let b)):
+            return a.lexicographicallyPrecedes(b) ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+extension Value {
+    /// Converts a JSON value to a value of an attribute type, as the model and import files
+    /// write them: dates as ISO-8601 strings, data as base64, UUIDs in canonical form.
+    /// `null` gives `.null`.
+    /// - Returns: the value, or a reason naming what was expected.
+    static func fromJSON(_ json: JSON, as type: AttributeType) -> Result<Value, ValueConversionError> {
+        func wrong() -> Result<Value, ValueConversionError> {
+            .failure(ValueConversionError(reason: "expected \(type.article) \(type.rawValue), got \(json.kindName)"))
+        }
+        switch (type, json) {
+        case (_, .null): return .success(.null)
+        case (.string, .string(let s)): return .success(.string(s))
+        case (.int, .int(let i)): return .success(.int(i))
+        case (.int, .double(let d)):
+            guard let i = Int64(exactly: d) else { return .failure(ValueConversionError(reason: "\(d) is not a whole number")) }
+            return .success(.int(i))
+        case (.double, .double(let d)): return .success(.double(d))
+        case (.double, .int(let i)): return .success(.double(Double(i)))
+        case (.bool, .bool(let b)): return .success(.bool(b))
+        case (.date, .string(let s)):
+            guard let date = ISO8601.date(from: s) else {
+                return .failure(ValueConversionError(reason: "\"\(s)\" is not an ISO-8601 date such as 2020-01-01T00:00:00Z"))
+            }
+            return .success(.date(date))
+        case (.data, .string(let s)):
+            guard let data = Data(base64Encoded: s) else {
+                return .failure(ValueConversionError(reason: "the data string is not valid base64"))
+            }
+            return .success(.data(data))
+        case (.uuid, .string(let s)):
+            guard let uuid = UUID(uuidString: s) else {
+                return .failure(ValueConversionError(reason: "\"\(s)\" is not a UUID"))
+            }
+            return .success(.uuid(uuid))
+        default: return wrong()
+        }
+    }
+
+    /// The value as the model and import files write it (relationships as object IDs).
+    var json: JSON {
+        switch self {
+        case .null: .null
+        case .string(let s): .string(s)
+        case .int(let i): .int(i)
+        case .double(let d): .double(d)
+        case .bool(let b): .bool(b)
+        case .date(let d): .string(ISO8601.string(from: d))
+        case .data(let d): .string(d.base64EncodedString())
+        case .uuid(let u): .string(u.uuidString)
+        case .object(let id): .string(id.description)
+        case .objects(let ids): .array(ids.map { .string($0.description) })
+        }
+    }
+}
+
+/// Why a JSON value does not fit an attribute type.
+struct ValueConversionError: Error, Sendable, Hashable {
+    var reason: String
+}
+
+extension AttributeType {
+    var article: String { self == .int || self == .uuid ? "an" : "a" }
+}
