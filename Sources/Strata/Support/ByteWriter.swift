@@ -70,5 +70,8 @@ struct ByteWriter {
         }
     }
 
+    /// Drops everything from `offset` on.
+    mutating func truncate(to offset: Int) { bytes.removeSubrange(offset...) }
+
     mutating func removeAll(keepingCapacity: Bool = true) { bytes.removeAll(keepingCapacity: keepingCapacity) }
 }

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Writes a checkpoint file the crash-safe way: into a temporary file created exclusively
+/// in the store directory, synced, renamed into place, and the directory synced — so a
+/// checkpoint file either is complete or does not exist under its final name.
+struct CheckpointWriter {
+    let directory: String
+    let storeID: UUID
+    let schema: Schema
+    let codec: RecordCodec
+    let io: any FileIO
+    /// Row records are flushed to the file when they reach this size.
+    static let chunkSize = 1 << 20
+
+    struct Written {
+        var path: String
+        var rows: Int
+        var bytes: Int64
+    }
+
+    func write(_ source: some CheckpointSource) throws(StoreError) -> Written {
+        let through = source.lastTransaction
+        let finalName = StoreLayout.checkpointName(through: through)
+        let finalPath = StoreLayout.join(directory, finalName)
+        let temporaryPath = finalPath + StoreLayout.temporarySuffix
+        if io.kind(of: temporaryPath) != nil {
+            do throws(FileIOError) { try io.remove(temporaryPath) } catch {
+                throw StoreError.io(error, "removing a leftover temporary checkpoint")
+            }
+        }
+        let fd: FileDescriptor
+        do throws(FileIOError) {
+            fd = try io.open(temporaryPath, access: .readWrite, creation: .createExclusive)
+        } catch {
+            throw StoreError.io(error, "creating a temporary checkpoint")
+        }
+        var offset: Int64 = 0
+        var rows = 0
+        do throws(StoreError) {
+            var writer = ByteWriter(capacity: CheckpointWriter.chunkSize + 64 * 1024)
+            FileHeader(kind: .checkpoint, formatVersion: RecordFormat.version, storeID: storeID,
+                       fingerprint: schema.fingerprint, transaction: through).encode(into: &writer)
+            let schemaStart = writer.beginFrame(.schema)
+            writer.write(Array(schema.modelFileJSON.text.utf8))
+            writer.finishFrame(at: schemaStart, seed: codec.seed)
+
+            func flush(_ writer: inout ByteWriter) throws(StoreError) {
+                do throws(FileIOError) {
+                    try io.writeAll(fd, writer.bytes, at: offset, path: temporaryPath)
+                } catch {
+                    throw StoreError.io(error, "writing a checkpoint")
+                }
+                offset += Int64(writer.count)
+                writer.removeAll()
+            }
+
+            var frameStart = writer.beginFrame(.checkpointRows)
+            var rowsInFrame = 0
+            var failure: StoreError?
+            source.forEachRow { row in
+                guard failure == nil else { return }
+                codec.writeRow(row, into: &writer)
+                rows += 1
+                rowsInFrame += 1
+                if writer.count >= CheckpointWriter.chunkSize {
+                    writer.finishFrame(at: frameStart, seed: codec.seed)
+                    do throws(StoreError) { try flush(&writer) } catch { failure = error; return }
+                    frameStart = writer.beginFrame(.checkpointRows)
+                    rowsInFrame = 0
+                }
+            }
+            if let failure { throw failure }
+            if rowsInFrame > 0 {
+                writer.finishFrame(at: frameStart, seed: codec.seed)
+            } else {
+                writer.truncate(to: frameStart)  // drop the empty frame begun last
+            }
+            let endStart = writer.beginFrame(.checkpointEnd)
+            writer.writeVarint(rows)
+            let highest = source.highestObjectNumbers.compactMap { name, number in
+                schema.entityIndex(named: name).map { ($0, number) }
+            }.sorted { $0.0 < $1.0 }
+            writer.writeVarint(highest.count)
+            for (index, number) in highest {
+                writer.writeVarint(index)
+                writer.writeVarint(number)
+            }
+            writer.writeUInt64(through)
+            writer.finishFrame(at: endStart, seed: codec.seed)
+            try flush(&writer)
+            do throws(FileIOError) {
+                try io.sync(fd)
+            } catch {
+                throw StoreError.io(error, "syncing a checkpoint")
+            }
+        } catch {
+            io.close(fd)
+            try? io.remove(temporaryPath)
+            throw error
+        }
+        io.close(fd)
+        do throws(FileIOError) {
+            try io.rename(temporaryPath, to: finalPath)
+            try io.syncDirectory(directory)
+        } catch {
+            try? io.remove(temporaryPath)
+            throw StoreError.io(error, "putting a checkpoint in place")
+        }
+        return Written(path: finalPath, rows: rows, bytes: offset)
+    }
+}

@@ -1,0 +1,82 @@
+import Synchronization
+
+// MARK: - Compaction
+
+extension Journal {
+    /// What a compaction did.
+    public struct CompactionReport: Sendable, Hashable {
+        /// The last transaction the new checkpoint covers.
+        public var checkpoint: UInt64
+        /// The checkpoint file.
+        public var path: String
+        /// Rows written.
+        public var rows: Int
+        /// The checkpoint's size in bytes.
+        public var bytes: Int64
+        /// Segment and checkpoint files removed because the new checkpoint covers them.
+        public var removedFiles: [String]
+    }
+
+    /// Writes a checkpoint of `source` and removes the segments it covers, while appends
+    /// continue.
+    ///
+    /// `source` must hold the store's rows as of its ``CheckpointSource/lastTransaction``,
+    /// which must have been enqueued. The journal first waits for that transaction to be
+    /// durable and starts a new segment, then writes the checkpoint on its own queue
+    /// (temporary file, sync, rename, directory sync) and only then removes the segments
+    /// the checkpoint covers. A crash at any point leaves a store that opens to the same state.
+    /// - Throws: ``StoreError`` — `io` if the checkpoint cannot be written (nothing is
+    ///   removed then), `poisoned`, `closed`, `readOnly`.
+    @discardableResult
+    public func compact(from source: some CheckpointSource) async throws(StoreError) -> CompactionReport {
+        guard !configuration.readOnly else {
+            throw StoreError(.readOnly, "the store was opened read-only; open it for writing to compact", path: path)
+        }
+        let through = source.lastTransaction
+        guard through <= lastTransaction else {
+            throw StoreError(.invalidTransaction,
+                             "the checkpoint source is at transaction \(through) but the journal's last is \(lastTransaction)",
+                             path: path, transaction: through)
+        }
+        try await waitUntilDurable(through)
+        try await rollSegment()
+        return try await onCompactionQueue { () throws(StoreError) -> CompactionReport in
+            try self.writeCheckpoint(source)
+        }
+    }
+
+    /// The blocking part of compaction; runs on the compaction queue.
+    private func writeCheckpoint(_ source: some CheckpointSource) throws(StoreError) -> CompactionReport {
+        let through = source.lastTransaction
+        if let existing = state.withLock({ $0.checkpoint }), existing.through >= through {
+            return CompactionReport(checkpoint: existing.through, path: existing.path, rows: 0, bytes: 0, removedFiles: [])
+        }
+        let writer = CheckpointWriter(directory: path, storeID: storeID, schema: schema, codec: codec, io: io)
+        let written = try writer.write(source)
+        // The checkpoint is durable under its final name: what it covers can go.
+        let covered = state.withLock { s -> [String] in
+            var covered: [String] = []
+            var kept: [Segment] = []
+            for (k, segment) in s.segments.enumerated() {
+                let isCurrent = segment.path == s.current?.segment.path
+                if !isCurrent, k + 1 < s.segments.count, s.segments[k + 1].firstTransaction <= through + 1 {
+                    covered.append(segment.path)
+                } else {
+                    kept.append(segment)
+                }
+            }
+            s.segments = kept
+            if let old = s.checkpoint { covered.append(old.path) }
+            s.checkpoint = (through, written.path)
+            s.statistics.checkpoints += 1
+            return covered
+        }
+        do throws(FileIOError) {
+            for file in covered { try io.remove(file) }
+            if !covered.isEmpty { try io.syncDirectory(path) }
+        } catch {
+            throw StoreError.io(error, "removing journal segments covered by checkpoint \(through) (the next open removes them)")
+        }
+        return CompactionReport(checkpoint: through, path: written.path, rows: written.rows, bytes: written.bytes, removedFiles: covered)
+    }
+}

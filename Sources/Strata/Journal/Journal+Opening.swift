@@ -1,0 +1,451 @@
+import Foundation
+import Synchronization
+
+// MARK: - Opening a store
+
+extension Journal {
+    /// Opens a store: loads its newest checkpoint and replays every later transaction into
+    /// `target`.
+    ///
+    /// A torn tail (an incomplete last record, left by a crash) is cut off and reported in
+    /// ``recovery``. Damage anywhere else — a bad record followed by intact ones, a damaged
+    /// checkpoint, a missing segment — refuses to open with ``StoreError/Code/corrupted``
+    /// naming the file, offset and transaction, and leaves every file byte-identical.
+    ///
+    /// ```swift
+    /// var state = ReplayedState()
+    /// let journal = try Journal.open(at: "/data/songs.strata", schema: schema, replayingInto: &state)
+    /// ```
+    /// - Parameters:
+    ///   - schema: the schema the caller expects; `nil` to use the one the store records.
+    /// - Throws: ``StoreError`` — `notFound`, `notAStore`, `locked`, `schemaMismatch`,
+    ///   `unsupportedFormatVersion`, `corrupted`, `io`.
+    public static func open<Target: JournalReplayTarget>(
+        at path: String, schema expected: Schema? = nil, configuration: Configuration = Configuration(),
+        replayingInto target: inout Target
+    ) throws(StoreError) -> Journal {
+        let io = configuration.fileIO
+        switch io.kind(of: path) {
+        case nil: throw StoreError(.notFound, "no store at \(path); create one first", path: path)
+        case .directory: break
+        case .file, .other: throw StoreError(.notAStore, "\(path) is not a directory, so it is not a Strata store", path: path)
+        }
+        let lock = configuration.readOnly ? nil : try StoreLock.acquire(directory: path, io: io, create: false)
+        do throws(StoreError) {
+            var replay = StoreReplay(directory: path, io: io, expected: expected, mode: .strict)
+            try replay.run(into: &target)
+            let journal = try finishOpening(replay, configuration: configuration, lock: lock)
+            lock?.recordHolder(io: io)
+            return journal
+        } catch {
+            lock?.release(io: io)
+            throw error
+        }
+    }
+
+    /// Opens a store just to read it, into a ``ReplayedState``.
+    public static func read(at path: String, fileIO: any FileIO = POSIXFileIO()) throws(StoreError) -> (Journal, ReplayedState) {
+        var state = ReplayedState()
+        let journal = try open(at: path, configuration: Configuration(fileIO: fileIO, readOnly: true), replayingInto: &state)
+        return (journal, state)
+    }
+
+    /// Applies what replay decided (cleanup, truncation) and builds the open journal.
+    private static func finishOpening(_ replay: StoreReplay, configuration: Configuration, lock: StoreLock?) throws(StoreError) -> Journal {
+        let io = configuration.fileIO
+        let path = replay.directory
+        guard let storeID = replay.storeID, let schema = replay.schema else {
+            preconditionFailure("replay finished without reading a file header")
+        }
+        var report = replay.report
+        var current: CurrentSegment?
+        var segments = replay.liveSegments
+        if !configuration.readOnly {
+            do throws(FileIOError) {
+                for name in replay.removals {
+                    try io.remove(StoreLayout.join(path, name))
+                    report.removedFiles.append(name)
+                }
+                if !replay.removals.isEmpty { try io.syncDirectory(path) }
+                if let torn = replay.report.tornTail {
+                    let fd = try io.open(torn.path, access: .readWrite, creation: .mustExist)
+                    defer { io.close(fd) }
+                    try io.truncate(fd, to: torn.offset)
+                    try io.sync(fd)
+                }
+                if let last = segments.last {
+                    let fd = try io.open(last.path, access: .readWrite, creation: .mustExist)
+                    let size: Int64
+                    do throws(FileIOError) { size = try io.size(of: fd) } catch {
+                        io.close(fd)
+                        throw error
+                    }
+                    current = CurrentSegment(segment: last, descriptor: fd, size: size, transactions: replay.transactionsInLastSegment)
+                }
+            } catch {
+                throw StoreError.io(error, "recovering the store")
+            }
+        }
+        let journal = Journal(
+            path: path, storeID: storeID, schema: replay.expected ?? schema, configuration: configuration, recovery: report,
+            lock: lock, lastTransaction: replay.lastTransaction, segments: segments, current: current,
+            checkpoint: replay.checkpoint)
+        if !configuration.readOnly && current == nil {
+            // Every segment was covered by the checkpoint: start the next one.
+            do throws(StoreError) {
+                let next = try journal.createSegment(firstTransaction: replay.lastTransaction + 1)
+                segments.append(next.segment)
+                journal.state.withLock { s in
+                    s.segments = segments
+                    s.current = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, transactions: 0)
+                }
+            } catch {
+                journal.state.withLock { $0.isClosed = true }
+                throw error
+            }
+        }
+        return journal
+    }
+}
+
+/// Reads a store's files in order and decides what they hold: the work of opening,
+/// without changing anything (the caller applies ``removals`` and the torn-tail cut).
+struct StoreReplay {
+    enum Mode {
+        /// Refuse to open on any damage that is not a torn tail.
+        case strict
+        /// Stop at the first damage and keep the prefix before it (salvage).
+        case prefix
+    }
+
+    let directory: String
+    let io: any FileIO
+    let expected: Schema?
+    let mode: Mode
+
+    private(set) var storeID: UUID?
+    private(set) var schema: Schema?
+    private(set) var codec: RecordCodec?
+    private(set) var report = RecoveryReport()
+    private(set) var lastTransaction: UInt64 = 0
+    private(set) var checkpoint: (through: UInt64, path: String)?
+    private(set) var liveSegments: [Journal.Segment] = []
+    private(set) var transactionsInLastSegment = 0
+    /// Files to remove once opening has succeeded.
+    private(set) var removals: [String] = []
+    /// Where a prefix-mode replay stopped, and why.
+    private(set) var stoppedAt: StoreError?
+
+    init(directory: String, io: any FileIO, expected: Schema?, mode: Mode) {
+        self.directory = directory
+        self.io = io
+        self.expected = expected
+        self.mode = mode
+    }
+
+    private func corrupted(_ message: String, path: String, offset: Int64? = nil, transaction: UInt64? = nil) -> StoreError {
+        StoreError(.corrupted, message, path: path, offset: offset, transaction: transaction)
+    }
+
+    mutating func run<Target: JournalReplayTarget>(into target: inout Target) throws(StoreError) {
+        let names: [String]
+        do throws(FileIOError) { names = try io.contentsOfDirectory(directory) } catch {
+            throw StoreError.io(error, "listing the store directory")
+        }
+        removals = names.filter(StoreLayout.isTemporary)
+        let checkpoints = names.compactMap { name in StoreLayout.checkpointTransaction(name).map { ($0, name) } }.sorted { $0.0 < $1.0 }
+        let segments = names.compactMap { name in StoreLayout.segmentTransaction(name).map { ($0, name) } }.sorted { $0.0 < $1.0 }
+        guard !checkpoints.isEmpty || !segments.isEmpty else {
+            throw StoreError(.notAStore, "\(directory) holds no journal or checkpoint files, so it is not a Strata store", path: directory)
+        }
+        var through: UInt64 = 0
+        if let newest = checkpoints.last {
+            let path = StoreLayout.join(directory, newest.1)
+            through = try loadCheckpoint(at: path, named: newest.0, into: &target)
+            checkpoint = (through, path)
+            removals += checkpoints.dropLast().map(\.1)
+        }
+        lastTransaction = through
+        // A segment is needed unless the next one starts at or before the checkpoint's end.
+        var needed: [(UInt64, String)] = []
+        for (k, segment) in segments.enumerated() {
+            if k + 1 < segments.count && segments[k + 1].0 <= through + 1 {
+                removals.append(segment.1)
+            } else {
+                needed.append(segment)
+            }
+        }
+        for (k, segment) in needed.enumerated() {
+            let isLast = k == needed.count - 1
+            let keepGoing = try replaySegment(named: segment.1, first: segment.0, isLast: isLast, through: through, into: &target)
+            if !keepGoing { break }
+        }
+        report.lastTransaction = lastTransaction
+    }
+
+    // MARK: Files
+
+    private func readFile(_ path: String) throws(StoreError) -> [UInt8] {
+        do throws(FileIOError) {
+            let fd = try io.open(path, access: .readOnly, creation: .mustExist)
+            defer { io.close(fd) }
+            return try io.readAll(fd, path: path)
+        } catch {
+            throw StoreError.io(error, "reading \(path)")
+        }
+    }
+
+    /// Checks a file's header against the store (same UUID, schema, format) and reads its
+    /// schema record; returns the offset after the preamble.
+    private mutating func readPreamble(
+        _ buffer: UnsafeRawBufferPointer, kind: FileHeader.Kind, path: String
+    ) throws(StoreError) -> (header: FileHeader, end: Int) {
+        let header: FileHeader
+        let afterHeader: Int
+        switch FileHeader.decode(buffer, expecting: kind) {
+        case .success(let (h, end)):
+            header = h
+            afterHeader = end
+        case .failure(.futureVersion(let version)):
+            throw StoreError(.unsupportedFormatVersion,
+                             "the file was written in format version \(version); this library reads up to version \(RecordFormat.version). Open it with a newer Strata",
+                             path: path)
+        case .failure(.truncated):
+            throw corrupted("the file header is incomplete", path: path, offset: 0)
+        case .failure(.badMagic):
+            throw corrupted("the file does not start with Strata's magic number", path: path, offset: 0)
+        case .failure(.damaged(let why)):
+            throw corrupted("the file header is damaged: \(why)", path: path, offset: Int64(RecordFormat.magicSize))
+        }
+        if let storeID, header.storeID != storeID {
+            throw corrupted("the file belongs to another store (\(header.storeID), not \(storeID)); remove it from this directory",
+                            path: path, offset: Int64(RecordFormat.magicSize))
+        }
+        if let schema, header.fingerprint != schema.fingerprint {
+            throw corrupted("the file records schema \(header.fingerprint), the store \(schema.fingerprint)",
+                            path: path, offset: Int64(RecordFormat.magicSize))
+        }
+        let seed = RecordFormat.seed(for: header.storeID)
+        guard case .success(let frame) = RecordFormat.frame(in: buffer, at: afterHeader, seed: seed),
+            frame.type == RecordFormat.RecordType.schema.rawValue
+        else {
+            throw corrupted("the schema record after the header is missing or damaged", path: path, offset: Int64(afterHeader))
+        }
+        if schema == nil {
+            let stored: Schema
+            do {
+                stored = try Schema(modelFile: Data(frame.payload))
+            } catch {
+                throw corrupted("the stored schema cannot be read: \(error)", path: path, offset: Int64(afterHeader))
+            }
+            guard stored.fingerprint == header.fingerprint else {
+                throw corrupted("the stored schema does not match the header's fingerprint", path: path, offset: Int64(afterHeader))
+            }
+            if let expected, expected.fingerprint != stored.fingerprint {
+                throw StoreError(.schemaMismatch,
+                                 "the store was written with schema \"\(stored.name)\" version \(stored.version) (fingerprint \(stored.fingerprint)), not the schema given (\"\(expected.name)\" version \(expected.version), fingerprint \(expected.fingerprint)); migrate the store to the new schema",
+                                 path: path)
+            }
+            schema = stored
+            storeID = header.storeID
+            codec = RecordCodec(schema: stored, storeID: header.storeID)
+        }
+        return (header, frame.end)
+    }
+
+    // MARK: Checkpoints
+
+    private mutating func loadCheckpoint<Target: JournalReplayTarget>(
+        at path: String, named through: UInt64, into target: inout Target
+    ) throws(StoreError) -> UInt64 {
+        let bytes = try readFile(path)
+        let result: Result<UInt64, StoreError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(StoreError) -> UInt64 in try loadCheckpoint(buffer, path: path, named: through, into: &target) }
+        }
+        return try result.get()
+    }
+
+    private mutating func loadCheckpoint<Target: JournalReplayTarget>(
+        _ buffer: UnsafeRawBufferPointer, path: String, named: UInt64, into target: inout Target
+    ) throws(StoreError) -> UInt64 {
+        let (header, start) = try readPreamble(buffer, kind: .checkpoint, path: path)
+        guard header.transaction == named else {
+            throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
+        }
+        let codec = self.codec!
+        var offset = start
+        var rows = 0
+        while true {
+            let frame: Frame
+            switch RecordFormat.frame(in: buffer, at: offset, seed: codec.seed) {
+            case .success(let f): frame = f
+            case .failure(let problem):
+                throw corrupted("checkpoint record damaged: \(problem.explanation); a checkpoint is complete before it is renamed into place, so this is damage. Restore from a backup",
+                                path: path, offset: Int64(offset))
+            }
+            var reader = ByteReader(frame.payload)
+            do {
+                if frame.type == RecordFormat.RecordType.checkpointRows.rawValue {
+                    while !reader.isAtEnd {
+                        let row = try codec.readRow(&reader)
+                        do throws(ReplayError) { try target.loadCheckpointRow(row) } catch {
+                            throw corrupted("checkpoint row \(row.id): \(error.message)", path: path, offset: Int64(offset))
+                        }
+                        rows += 1
+                    }
+                } else if frame.type == RecordFormat.RecordType.checkpointEnd.rawValue {
+                    let count = try reader.readVarint()
+                    let entries = try reader.readCount("an entity count", limit: codec.schema.entities.count)
+                    var highest: [String: UInt64] = [:]
+                    for _ in 0..<entries {
+                        let index = try reader.readCount("an entity index", limit: codec.schema.entities.count - 1)
+                        highest[codec.schema.entities[index].name] = try reader.readVarint()
+                    }
+                    let end = try reader.readUInt64()
+                    guard count == UInt64(rows), end == header.transaction, reader.isAtEnd, frame.end == buffer.count else {
+                        throw corrupted("the checkpoint's closing record does not match its contents (\(rows) rows read, \(count) recorded)",
+                                        path: path, offset: Int64(offset))
+                    }
+                    do throws(ReplayError) { try target.finishCheckpoint(through: end, highestObjectNumbers: highest) } catch {
+                        throw corrupted("checkpoint: \(error.message)", path: path, offset: Int64(offset))
+                    }
+                    report.checkpoint = end
+                    report.checkpointRows = rows
+                    return end
+                } else {
+                    throw corrupted("unexpected record type \(frame.type) in a checkpoint", path: path, offset: Int64(offset))
+                }
+            } catch let error as DecodeFailure {
+                throw corrupted("checkpoint record cannot be decoded: \(error)", path: path, offset: Int64(offset + RecordFormat.frameHeaderSize + error.offset))
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                preconditionFailure("unexpected error \(error) while loading a checkpoint")
+            }
+            offset = frame.end
+        }
+    }
+
+    // MARK: Segments
+
+    /// Replays one segment; returns `false` when a prefix-mode replay stopped in it.
+    private mutating func replaySegment<Target: JournalReplayTarget>(
+        named name: String, first: UInt64, isLast: Bool, through: UInt64, into target: inout Target
+    ) throws(StoreError) -> Bool {
+        let path = StoreLayout.join(directory, name)
+        let bytes = try readFile(path)
+        report.replayedBytes += Int64(bytes.count)
+        let result: Result<Bool, StoreError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(StoreError) -> Bool in
+                try replaySegment(buffer, path: path, name: name, first: first, isLast: isLast, through: through, into: &target)
+            }
+        }
+        return try result.get()
+    }
+
+    private mutating func replaySegment<Target: JournalReplayTarget>(
+        _ buffer: UnsafeRawBufferPointer, path: String, name: String, first: UInt64, isLast: Bool, through: UInt64,
+        into target: inout Target
+    ) throws(StoreError) -> Bool {
+        let preamble: (header: FileHeader, end: Int)
+        do throws(StoreError) {
+            preamble = try readPreamble(buffer, kind: .segment, path: path)
+        } catch {
+            // A last segment whose creation was interrupted holds no transactions: drop it.
+            if isLast, error.code == .corrupted, storeID != nil, !containsTransaction(buffer, after: 0) {
+                removals.append(name)
+                report.tornTail = .init(path: path, offset: 0, discardedBytes: Int64(buffer.count),
+                                        reason: "the segment's creation was interrupted (\(error.message))")
+                return true
+            }
+            if error.code == .corrupted && storeID == nil && isLast && buffer.count < 4096 {
+                throw StoreError(.notAStore, "the store's first journal segment is incomplete: its creation was interrupted. Remove \(directory) and create the store again",
+                                 path: path)
+            }
+            return try stop(error)
+        }
+        let header = preamble.header
+        guard header.transaction == first else {
+            return try stop(corrupted("the header says the segment starts at transaction \(header.transaction) but the name says \(first)",
+                                      path: path, offset: 8))
+        }
+        guard first <= lastTransaction + 1 else {
+            return try stop(corrupted("transactions \(lastTransaction + 1)...\(first - 1) are missing: a journal segment was removed",
+                                      path: path, offset: 0, transaction: lastTransaction + 1))
+        }
+        liveSegments.append(Journal.Segment(firstTransaction: first, path: path))
+        let codec = self.codec!
+        var expected = first
+        var offset = preamble.end
+        var count = 0
+        while offset < buffer.count {
+            let problem: String
+            switch RecordFormat.frame(in: buffer, at: offset, seed: codec.seed) {
+            case .failure(let frameProblem):
+                problem = frameProblem.explanation
+            case .success(let frame) where frame.type != RecordFormat.RecordType.transaction.rawValue:
+                problem = "a record of type \(frame.type) where a transaction belongs"
+            case .success(let frame):
+                let record: TransactionRecord
+                do throws(DecodeFailure) {
+                    record = try codec.decodeTransaction(frame.payload)
+                } catch {
+                    return try stop(corrupted("a transaction record passes its checksum but cannot be decoded: \(error.reason)",
+                                              path: path, offset: Int64(offset + RecordFormat.frameHeaderSize + error.offset),
+                                              transaction: expected))
+                }
+                guard record.number == expected else {
+                    problem = "transaction \(record.number) where \(expected) belongs"
+                    break
+                }
+                if record.number > lastTransaction {
+                    do throws(ReplayError) { try target.apply(record) } catch {
+                        return try stop(corrupted("transaction \(record.number) does not fit the state before it: \(error.message)",
+                                                  path: path, offset: Int64(offset), transaction: record.number))
+                    }
+                    lastTransaction = record.number
+                    report.replayedTransactions += 1
+                }
+                expected += 1
+                count += 1
+                offset = frame.end
+                continue
+            }
+            // No valid transaction at `offset`. At the end of the last segment with nothing
+            // valid after it, this is an interrupted write; anywhere else it is damage.
+            if isLast && !containsTransaction(buffer, after: offset) {
+                report.tornTail = .init(path: path, offset: Int64(offset), discardedBytes: Int64(buffer.count - offset), reason: problem)
+                break
+            }
+            let where_ = isLast ? "intact records follow it" : "later segments follow it"
+            return try stop(corrupted("\(problem); \(where_), so this is damage, not an interrupted write. Restore the store from a backup, or copy its readable prefix with Journal.salvage",
+                                      path: path, offset: Int64(offset), transaction: expected))
+        }
+        transactionsInLastSegment = count
+        return true
+    }
+
+    /// Whether any offset after `start` begins a valid transaction record of this store
+    /// numbered after the last one applied.
+    private func containsTransaction(_ buffer: UnsafeRawBufferPointer, after start: Int) -> Bool {
+        guard let codec else { return false }
+        var offset = start + 1
+        while offset + RecordFormat.frameHeaderSize <= buffer.count {
+            if case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: codec.seed),
+                frame.type == RecordFormat.RecordType.transaction.rawValue,
+                let number = RecordCodec.transactionNumber(frame.payload), number > lastTransaction
+            {
+                return true
+            }
+            offset += 1
+        }
+        return false
+    }
+
+    /// In strict mode, throws `error`; in prefix mode, records where replay stopped.
+    private mutating func stop(_ error: StoreError) throws(StoreError) -> Bool {
+        guard mode == .prefix, error.code == .corrupted else { throw error }
+        stoppedAt = error
+        return false
+    }
+}

@@ -1,0 +1,429 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A store's durable history: an append-only log of transactions in segment files, with
+/// checkpoints that fold old segments away. The lowest layer of a store.
+///
+/// A store is a directory. ``create(at:schema:configuration:)`` makes one;
+/// ``open(at:schema:configuration:replayingInto:)`` reads the newest checkpoint and
+/// replays every later transaction into a ``JournalReplayTarget``, truncating a torn tail
+/// left by a crash and refusing to open (with the file, offset and transaction named, and
+/// the files left byte-identical) when damage is followed by intact records.
+///
+/// Appends are group-committed: concurrent appends share one write and one `fsync`.
+/// ``enqueue(_:)`` queues a transaction without waiting; ``waitUntilDurable(_:)`` returns
+/// once it is durable under the journal's ``Durability``. A failed write or sync poisons
+/// the journal: everything waiting and every later append throws ``StoreError/Code/poisoned``.
+///
+/// ```swift
+/// let journal = try Journal.create(at: "/data/songs.strata", schema: schema)
+/// try await journal.append(TransactionRecord(number: 1, author: "importer", inserted: rows))
+/// try await journal.compact(from: state)       // checkpoint while appends continue
+/// await journal.close()
+/// ```
+public final class Journal: Sendable {
+    /// How a journal writes and what it may do.
+    public struct Configuration: Sendable {
+        /// When appends are acknowledged. Default ``Durability/full``.
+        public var durability: Durability
+        /// A segment is closed and a new one started once it reaches this size. Default 64 MiB.
+        public var segmentSize: Int
+        /// The file system. Default ``POSIXFileIO``.
+        public var fileIO: any FileIO
+        /// Open without taking the write lock; appends and compaction throw. Torn tails are
+        /// skipped, not truncated. Default `false`.
+        public var readOnly: Bool
+        /// Called after every acknowledged write with the file and the size now durable
+        /// (used by ``IOOrderingChecker`` to verify nothing is acknowledged too early).
+        public var acknowledgementObserver: (@Sendable (_ path: String, _ durableThrough: Int64) -> Void)?
+
+        /// Creates a configuration.
+        public init(
+            durability: Durability = .full, segmentSize: Int = 64 << 20, fileIO: any FileIO = POSIXFileIO(),
+            readOnly: Bool = false,
+            acknowledgementObserver: (@Sendable (_ path: String, _ durableThrough: Int64) -> Void)? = nil
+        ) {
+            self.durability = durability
+            self.segmentSize = segmentSize
+            self.fileIO = fileIO
+            self.readOnly = readOnly
+            self.acknowledgementObserver = acknowledgementObserver
+        }
+    }
+
+    /// Counters of what the journal has done since it was opened.
+    public struct Statistics: Sendable, Hashable {
+        /// Transactions enqueued.
+        public var appends = 0
+        /// `write` batches issued (each holds one or more transactions).
+        public var writes = 0
+        /// File `fsync`s issued for appends.
+        public var syncs = 0
+        /// Bytes appended.
+        public var bytes: Int64 = 0
+        /// Segments started.
+        public var segmentsStarted = 0
+        /// Checkpoints written.
+        public var checkpoints = 0
+    }
+
+    /// The store directory.
+    public let path: String
+    /// The store's UUID, recorded in every file.
+    public let storeID: UUID
+    /// The schema the store was written with.
+    public let schema: Schema
+    /// How the journal writes.
+    public let configuration: Configuration
+    /// What opening found and did: checkpoint used, transactions replayed, torn tail cut.
+    public let recovery: RecoveryReport
+
+    let codec: RecordCodec
+    var io: any FileIO { configuration.fileIO }
+    let lock: StoreLock?
+    private let writerQueue: DispatchQueue
+    private let compactionQueue: DispatchQueue
+    let state: Mutex<State>
+
+    /// A segment file of the store.
+    struct Segment: Sendable {
+        var firstTransaction: UInt64
+        var path: String
+    }
+
+    /// The segment appends go to. Only the writer queue changes it.
+    struct CurrentSegment: Sendable {
+        var segment: Segment
+        var descriptor: FileDescriptor
+        var size: Int64
+        var transactions: Int
+    }
+
+    struct State: Sendable {
+        var lastEnqueued: UInt64
+        var lastWritten: UInt64
+        var lastDurable: UInt64
+        var pending: [UInt8] = []
+        var pendingLast: UInt64 = 0
+        var pendingCount = 0
+        var writerScheduled = false
+        var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var failure: StoreError?
+        var isClosed = false
+        var segments: [Segment]
+        var current: CurrentSegment?
+        var checkpoint: (through: UInt64, path: String)?
+        var rollWaiters: [CheckedContinuation<Void, any Error>] = []
+        var statistics = Statistics()
+    }
+
+    init(
+        path: String, storeID: UUID, schema: Schema, configuration: Configuration, recovery: RecoveryReport,
+        lock: StoreLock?, lastTransaction: UInt64, segments: [Segment], current: CurrentSegment?,
+        checkpoint: (through: UInt64, path: String)?
+    ) {
+        self.path = path
+        self.storeID = storeID
+        self.schema = schema
+        self.configuration = configuration
+        self.recovery = recovery
+        self.codec = RecordCodec(schema: schema, storeID: storeID)
+        self.lock = lock
+        self.writerQueue = DispatchQueue(label: "strata.journal.writer")
+        self.compactionQueue = DispatchQueue(label: "strata.journal.compaction")
+        self.state = Mutex(
+            State(lastEnqueued: lastTransaction, lastWritten: lastTransaction, lastDurable: lastTransaction,
+                  segments: segments, current: current, checkpoint: checkpoint))
+    }
+
+    deinit {
+        let (current, isClosed) = state.withLock { ($0.current, $0.isClosed) }
+        if !isClosed, let current { io.close(current.descriptor) }
+        if !isClosed { lock?.release(io: io) }
+    }
+
+    // MARK: - Facts
+
+    /// The number of the last transaction enqueued (0 for an empty store).
+    public var lastTransaction: UInt64 { state.withLock { $0.lastEnqueued } }
+
+    /// The number of the last transaction acknowledged as durable.
+    public var lastDurableTransaction: UInt64 { state.withLock { $0.lastDurable } }
+
+    /// What the journal has done since it was opened.
+    public var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// The error that poisoned the journal, if a write or sync has failed.
+    public var failure: StoreError? { state.withLock { $0.failure } }
+
+    /// The segment files, oldest first.
+    public var segmentPaths: [String] { state.withLock { $0.segments.map(\.path) } }
+
+    // MARK: - Appending
+
+    /// Queues a transaction for writing and returns at once.
+    ///
+    /// The record must be numbered one more than the last transaction enqueued, and its
+    /// rows must fit the schema. Call ``waitUntilDurable(_:)`` before treating it as saved.
+    /// - Throws: ``StoreError/Code/invalidTransaction`` (nothing queued),
+    ///   ``StoreError/Code/poisoned``, ``StoreError/Code/closed``, ``StoreError/Code/readOnly``.
+    public func enqueue(_ record: TransactionRecord) throws(StoreError) {
+        guard !configuration.readOnly else {
+            throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
+        }
+        try codec.validate(record)
+        var writer = ByteWriter(capacity: 256)
+        codec.encodeFrame(record, into: &writer)
+        guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
+            throw StoreError(.invalidTransaction,
+                             "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
+                             transaction: record.number)
+        }
+        let bytes = writer.bytes
+        let schedule = try state.withLock { (s) throws(StoreError) -> Bool in
+            if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
+            if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
+            guard record.number == s.lastEnqueued + 1 else {
+                throw StoreError(.invalidTransaction,
+                                 "transactions are numbered in order: expected \(s.lastEnqueued + 1), got \(record.number)",
+                                 path: path, transaction: record.number)
+            }
+            s.lastEnqueued = record.number
+            s.pending.append(contentsOf: bytes)
+            s.pendingLast = record.number
+            s.pendingCount += 1
+            s.statistics.appends += 1
+            if configuration.durability == .none { s.lastDurable = record.number }
+            guard !s.writerScheduled else { return false }
+            s.writerScheduled = true
+            return true
+        }
+        if schedule { writerQueue.async { self.runWriter() } }
+    }
+
+    /// Waits until the transaction numbered `number` is durable under the journal's
+    /// ``Durability`` (immediately for one already durable).
+    /// - Throws: ``StoreError/Code/poisoned`` if a write or sync failed before it was durable.
+    public func waitUntilDurable(_ number: UInt64) async throws(StoreError) {
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let immediate: Result<Void, StoreError>? = state.withLock { s in
+                    if s.lastDurable >= number { return .success(()) }
+                    if let failure = s.failure { return .failure(Self.poisoned(by: failure, path: path)) }
+                    if s.isClosed || number > s.lastEnqueued {
+                        return .failure(StoreError(.invalidTransaction, "transaction \(number) was never enqueued", path: path, transaction: number))
+                    }
+                    s.waiters.append((number, continuation))
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("journal waits only fail with StoreError, not \(error)")
+        }
+    }
+
+    /// Enqueues a transaction and waits until it is durable.
+    public func append(_ record: TransactionRecord) async throws(StoreError) {
+        try enqueue(record)
+        try await waitUntilDurable(record.number)
+    }
+
+    static func poisoned(by failure: StoreError, path: String) -> StoreError {
+        if failure.code == .poisoned { return failure }
+        return StoreError(.poisoned,
+                          "an earlier write or sync failed, so nothing more is acknowledged; reopen the store (every acknowledged transaction is intact): \(failure.message)",
+                          path: failure.path ?? path, transaction: failure.transaction, underlying: failure.underlying)
+    }
+
+    // MARK: - The writer
+
+    /// Writes pending transactions in batches until none are left. Runs on the writer queue.
+    private func runWriter() {
+        while true {
+            let step = state.withLock { s -> (batch: [UInt8], last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
+                let roll = !s.rollWaiters.isEmpty
+                guard s.failure == nil, let current = s.current, !s.pending.isEmpty || roll else {
+                    s.writerScheduled = false
+                    return nil
+                }
+                let batch = s.pending
+                s.pending = []
+                s.pending.reserveCapacity(batch.count)
+                defer { s.pendingCount = 0 }
+                return (batch, s.pendingLast, s.pendingCount, current, roll)
+            }
+            guard let step else { return }
+            var current = step.current
+            do throws(StoreError) {
+                if !step.batch.isEmpty {
+                    try write(step.batch, count: step.count, through: step.last, to: &current)
+                }
+                if step.roll || current.size >= Int64(configuration.segmentSize) {
+                    if current.transactions > 0 { current = try roll(from: current) }
+                    let waiters = state.withLock { s in
+                        defer { s.rollWaiters = [] }
+                        return s.rollWaiters
+                    }
+                    for waiter in waiters { waiter.resume() }
+                }
+            } catch {
+                poison(error)
+                return
+            }
+        }
+    }
+
+    private func write(_ batch: [UInt8], count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
+        let durability = configuration.durability
+        do throws(FileIOError) {
+            try io.writeAll(current.descriptor, batch, at: current.size, path: current.segment.path)
+            if durability == .full { try io.sync(current.descriptor) }
+        } catch {
+            throw StoreError(.poisoned, "appending transactions through \(last) failed: \(error)",
+                             path: current.segment.path, offset: current.size, transaction: last, underlying: error)
+        }
+        current.size += Int64(batch.count)
+        current.transactions += count
+        if durability == .full { configuration.acknowledgementObserver?(current.segment.path, current.size) }
+        let ready = state.withLock { s in
+            s.current = current
+            s.lastWritten = last
+            if durability != .none { s.lastDurable = last }
+            s.statistics.writes += 1
+            s.statistics.bytes += Int64(batch.count)
+            if durability == .full { s.statistics.syncs += 1 }
+            let durable = s.lastDurable
+            let ready = s.waiters.filter { $0.number <= durable }.map(\.continuation)
+            s.waiters.removeAll { $0.number <= durable }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Starts a new segment after `current` and makes it the one appends go to.
+    private func roll(from current: CurrentSegment) throws(StoreError) -> CurrentSegment {
+        let first = state.withLock { $0.lastWritten } + 1
+        let next = try createSegment(firstTransaction: first)
+        io.close(current.descriptor)
+        let started = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, transactions: 0)
+        state.withLock { s in
+            s.segments.append(next.segment)
+            s.current = started
+            s.statistics.segmentsStarted += 1
+        }
+        return started
+    }
+
+    /// Creates a segment file holding only its header and schema, durably.
+    func createSegment(firstTransaction: UInt64) throws(StoreError) -> (segment: Segment, descriptor: FileDescriptor, size: Int64) {
+        let segmentPath = StoreLayout.join(path, StoreLayout.segmentName(firstTransaction: firstTransaction))
+        var writer = ByteWriter(capacity: 4096)
+        FileHeader(kind: .segment, formatVersion: RecordFormat.version, storeID: storeID, fingerprint: schema.fingerprint,
+                   transaction: firstTransaction).encode(into: &writer)
+        writeSchemaRecord(into: &writer)
+        let fd: FileDescriptor
+        do throws(FileIOError) {
+            fd = try io.open(segmentPath, access: .readWrite, creation: .createExclusive)
+        } catch {
+            throw StoreError(.poisoned, "creating a journal segment failed: \(error)", path: segmentPath, underlying: error)
+        }
+        do throws(FileIOError) {
+            try io.writeAll(fd, writer.bytes, at: 0, path: segmentPath)
+            if configuration.durability == .full {
+                try io.sync(fd)
+                try io.syncDirectory(path)
+            }
+        } catch {
+            io.close(fd)
+            throw StoreError(.poisoned, "writing a new journal segment failed: \(error)", path: segmentPath, underlying: error)
+        }
+        return (Segment(firstTransaction: firstTransaction, path: segmentPath), fd, Int64(writer.count))
+    }
+
+    func writeSchemaRecord(into writer: inout ByteWriter) {
+        let start = writer.beginFrame(.schema)
+        writer.write(Array(schema.modelFileJSON.text.utf8))
+        writer.finishFrame(at: start, seed: codec.seed)
+    }
+
+    private func poison(_ error: StoreError) {
+        let waiters = state.withLock { s in
+            if s.failure == nil { s.failure = error }
+            s.writerScheduled = false
+            defer {
+                s.waiters = []
+                s.rollWaiters = []
+            }
+            return s.waiters.map(\.continuation) + s.rollWaiters
+        }
+        let failure = Self.poisoned(by: error, path: path)
+        for waiter in waiters { waiter.resume(throwing: failure) }
+    }
+
+    /// Asks the writer to start a new segment and waits until it has (used by compaction,
+    /// so that every older segment becomes whole and removable).
+    func rollSegment() async throws(StoreError) {
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome: Result<Bool, StoreError> = state.withLock { s in
+                    if let failure = s.failure { return .failure(Self.poisoned(by: failure, path: path)) }
+                    if s.isClosed { return .failure(StoreError(.closed, "the journal was closed", path: path)) }
+                    s.rollWaiters.append(continuation)
+                    guard !s.writerScheduled else { return .success(false) }
+                    s.writerScheduled = true
+                    return .success(true)
+                }
+                switch outcome {
+                case .failure(let error): continuation.resume(throwing: error)
+                case .success(let schedule): if schedule { writerQueue.async { self.runWriter() } }
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("journal waits only fail with StoreError, not \(error)")
+        }
+    }
+
+    /// Runs blocking file work on the compaction queue without blocking the caller's thread.
+    func onCompactionQueue<T: Sendable>(_ body: @escaping @Sendable () throws(StoreError) -> T) async throws(StoreError) -> T {
+        let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
+            compactionQueue.async {
+                continuation.resume(returning: Result { () throws(StoreError) -> T in try body() })
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: - Closing
+
+    /// Writes what is pending, syncs, closes the files and releases the write lock.
+    ///
+    /// Transactions still waiting are acknowledged (or fail) first. Afterwards every call
+    /// throws ``StoreError/Code/closed``.
+    public func close() async {
+        let last = lastTransaction
+        try? await waitUntilDurable(last)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writerQueue.async {
+                self.compactionQueue.sync {
+                    let (wasOpen, current) = self.state.withLock { s -> (Bool, CurrentSegment?) in
+                        defer { s.isClosed = true }
+                        return (!s.isClosed, s.current)
+                    }
+                    guard wasOpen else { return }
+                    if let current {
+                        if self.configuration.durability != .full, self.failure == nil { try? self.io.sync(current.descriptor) }
+                        self.io.close(current.descriptor)
+                    }
+                    self.lock?.release(io: self.io)
+                }
+                continuation.resume()
+            }
+        }
+    }
+}

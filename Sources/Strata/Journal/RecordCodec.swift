@@ -1,0 +1,203 @@
+import Foundation
+
+/// Encodes and decodes the payloads of transaction and checkpoint records for one schema,
+/// checking every value against its property: what is written is valid, and what is read
+/// is either valid or a ``DecodeFailure`` — never a crash, never an unbounded allocation.
+struct RecordCodec: Sendable {
+    let schema: Schema
+    let seed: UInt32
+    private let entityNames: [String]
+
+    init(schema: Schema, storeID: UUID) {
+        self.schema = schema
+        self.seed = RecordFormat.seed(for: storeID)
+        self.entityNames = schema.entities.map(\.name)
+    }
+
+    // MARK: - Checking values
+
+    /// What is wrong with `value` as the value of `property`, or `nil` when it fits.
+    static func mismatch(_ value: Value, for property: Entity.Property) -> String? {
+        switch property {
+        case .attribute(let a):
+            if value.isNull || value.attributeType == a.type { return nil }
+            return "\(value) is not \(a.type.article) \(a.type.rawValue)"
+        case .relationship(let r):
+            switch value {
+            case .null where !r.isToMany: return nil
+            case .object(let id) where !r.isToMany:
+                return id.entity == r.destination ? nil : "\(id) is not an object of \(r.destination)"
+            case .objects(let ids) where r.isToMany:
+                if let wrong = ids.first(where: { $0.entity != r.destination }) { return "\(wrong) is not an object of \(r.destination)" }
+                return nil
+            default:
+                return r.isToMany ? "a to-many relationship holds a list of object IDs, not \(value)"
+                    : "a to-one relationship holds an object ID or nil, not \(value)"
+            }
+        }
+    }
+
+    private func invalid(_ message: String, _ transaction: UInt64?) -> StoreError {
+        StoreError(.invalidTransaction, message, transaction: transaction)
+    }
+
+    private func entity(of id: ObjectID, _ transaction: UInt64?) throws(StoreError) -> (Int, Entity) {
+        guard let index = schema.entityIndex(named: id.entity) else {
+            throw invalid("\(id): the schema has no entity \"\(id.entity)\"; its entities are \(entityNames)", transaction)
+        }
+        guard id.number > 0 else { throw invalid("\(id): object numbers start at 1", transaction) }
+        return (index, schema.entities[index])
+    }
+
+    /// Checks a row against the schema.
+    func validate(_ row: RowImage, transaction: UInt64?) throws(StoreError) {
+        let (_, entity) = try entity(of: row.id, transaction)
+        guard row.values.count == entity.propertyCount else {
+            throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", transaction)
+        }
+        for (i, value) in row.values.enumerated() {
+            let property = entity.property(at: i)
+            if let problem = Self.mismatch(value, for: property) {
+                throw invalid("\(row.id), key \"\(property.name)\": \(problem)", transaction)
+            }
+        }
+    }
+
+    /// Checks a whole transaction against the schema.
+    func validate(_ record: TransactionRecord) throws(StoreError) {
+        for row in record.inserted { try validate(row, transaction: record.number) }
+        for update in record.updated {
+            let (_, entity) = try entity(of: update.id, record.number)
+            var previous = -1
+            for change in update.changes {
+                guard change.index > previous, change.index < entity.propertyCount else {
+                    throw invalid("\(update.id): property index \(change.index) is out of range or out of order (\(entity.name) has \(entity.propertyCount) properties)", record.number)
+                }
+                previous = change.index
+                let property = entity.property(at: change.index)
+                if let problem = Self.mismatch(change.value, for: property) {
+                    throw invalid("\(update.id), key \"\(property.name)\": \(problem)", record.number)
+                }
+            }
+        }
+        for id in record.deleted { _ = try entity(of: id, record.number) }
+    }
+
+    // MARK: - Encoding
+
+    private func entityIndex(_ name: String) -> Int {
+        guard let index = schema.entityIndex(named: name) else {
+            preconditionFailure("entity \"\(name)\" is not in schema \"\(schema.name)\"; validate records before encoding")
+        }
+        return index
+    }
+
+    func writeRow(_ row: RowImage, into w: inout ByteWriter) {
+        w.writeVarint(entityIndex(row.id.entity))
+        w.writeVarint(row.id.number)
+        for value in row.values { w.writeValue(value, entityIndex: entityIndex) }
+    }
+
+    /// Appends a validated transaction as a framed record.
+    func encodeFrame(_ record: TransactionRecord, into w: inout ByteWriter) {
+        let start = w.beginFrame(.transaction)
+        w.writeVarint(record.number)
+        w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
+        w.writeString(record.author)
+        w.writeVarint(record.inserted.count)
+        for row in record.inserted { writeRow(row, into: &w) }
+        w.writeVarint(record.updated.count)
+        for update in record.updated {
+            w.writeVarint(entityIndex(update.id.entity))
+            w.writeVarint(update.id.number)
+            w.writeVarint(update.changes.count)
+            for change in update.changes {
+                w.writeVarint(change.index)
+                w.writeValue(change.value, entityIndex: entityIndex)
+            }
+        }
+        w.writeVarint(record.deleted.count)
+        for id in record.deleted { w.writeObjectID(id, entityIndex: entityIndex) }
+        w.finishFrame(at: start, seed: seed)
+    }
+
+    // MARK: - Decoding
+
+    private func entityName(_ index: Int) throws(DecodeFailure) -> String {
+        guard index < entityNames.count else {
+            throw DecodeFailure(offset: 0, reason: "unknown entity index \(index) (the schema has \(entityNames.count) entities)")
+        }
+        return entityNames[index]
+    }
+
+    private func readID(_ r: inout ByteReader) throws(DecodeFailure) -> (ObjectID, Entity) {
+        let start = r.offset
+        let index = try r.readCount("an entity index", limit: Int(Int32.max))
+        guard index < entityNames.count else {
+            throw DecodeFailure(offset: start, reason: "unknown entity index \(index) (the schema has \(entityNames.count) entities)")
+        }
+        let numberAt = r.offset
+        let number = try r.readVarint()
+        guard number > 0 else { throw DecodeFailure(offset: numberAt, reason: "object number 0") }
+        return (ObjectID(entity: entityNames[index], number: number), schema.entities[index])
+    }
+
+    private func readValue(_ r: inout ByteReader, for property: Entity.Property, of id: ObjectID) throws(DecodeFailure) -> Value {
+        let start = r.offset
+        let value = try r.readValue(entityName: entityName)
+        if let problem = Self.mismatch(value, for: property) {
+            throw DecodeFailure(offset: start, reason: "\(id), key \"\(property.name)\": \(problem)")
+        }
+        return value
+    }
+
+    func readRow(_ r: inout ByteReader) throws(DecodeFailure) -> RowImage {
+        let (id, entity) = try readID(&r)
+        var values: [Value] = []
+        values.reserveCapacity(entity.propertyCount)
+        for i in 0..<entity.propertyCount { values.append(try readValue(&r, for: entity.property(at: i), of: id)) }
+        return RowImage(id: id, values: values)
+    }
+
+    func decodeTransaction(_ payload: UnsafeRawBufferPointer) throws(DecodeFailure) -> TransactionRecord {
+        var r = ByteReader(payload)
+        let number = try r.readVarint()
+        let timestamp = Date(timeIntervalSinceReferenceDate: try r.readDouble())
+        let author = try r.readString()
+        // Every element takes at least two bytes, which bounds each count before allocating.
+        let insertedCount = try r.readCount("an inserted-object count", limit: r.remaining / 2)
+        var inserted: [RowImage] = []
+        inserted.reserveCapacity(insertedCount)
+        for _ in 0..<insertedCount { inserted.append(try readRow(&r)) }
+        let updatedCount = try r.readCount("an updated-object count", limit: r.remaining / 2)
+        var updated: [RowUpdate] = []
+        updated.reserveCapacity(updatedCount)
+        for _ in 0..<updatedCount {
+            let (id, entity) = try readID(&r)
+            let changeCount = try r.readCount("a change count", limit: min(entity.propertyCount, r.remaining / 2))
+            var changes: [PropertyChange] = []
+            changes.reserveCapacity(changeCount)
+            var previous = -1
+            for _ in 0..<changeCount {
+                let at = r.offset
+                let index = try r.readCount("a property index", limit: entity.propertyCount - 1)
+                guard index > previous else { throw DecodeFailure(offset: at, reason: "\(id): property indexes out of order") }
+                previous = index
+                changes.append(PropertyChange(index: index, value: try readValue(&r, for: entity.property(at: index), of: id)))
+            }
+            updated.append(RowUpdate(id: id, changes: changes))
+        }
+        let deletedCount = try r.readCount("a deleted-object count", limit: r.remaining / 2)
+        var deleted: [ObjectID] = []
+        deleted.reserveCapacity(deletedCount)
+        for _ in 0..<deletedCount { deleted.append(try readID(&r).0) }
+        guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected bytes after the transaction") }
+        return TransactionRecord(number: number, timestamp: timestamp, author: author, inserted: inserted, updated: updated, deleted: deleted)
+    }
+
+    /// Reads just the transaction number at the start of a transaction payload.
+    static func transactionNumber(_ payload: UnsafeRawBufferPointer) -> UInt64? {
+        var r = ByteReader(payload)
+        return try? r.readVarint()
+    }
+}

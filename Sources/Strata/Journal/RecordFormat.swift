@@ -1,0 +1,114 @@
+import Foundation
+
+/// The constants of Strata's on-disk format.
+///
+/// Every file starts with an 8-byte magic (`STRATAJ\n` for journal segments, `STRATAC\n`
+/// for checkpoints), followed by framed records. A frame is
+/// `[payload length: UInt32 LE][CRC32C: UInt32 LE][type: UInt8][payload]`; the checksum
+/// covers the length, the type and the payload, and for every record after the header it
+/// is seeded with the store's UUID, so a record copied from another store never verifies.
+enum RecordFormat {
+    /// The format version this library writes and the newest it reads.
+    static let version: UInt16 = 1
+    static let segmentMagic: [UInt8] = Array("STRATAJ\n".utf8)
+    static let checkpointMagic: [UInt8] = Array("STRATAC\n".utf8)
+    static let magicSize = 8
+    static let frameHeaderSize = 9
+    /// The largest payload a record may have. A transaction larger than this is refused
+    /// when appended; a length above it on disk is damage.
+    static let maximumPayload = 1 << 28
+
+    enum RecordType: UInt8 {
+        case header = 1
+        case schema = 2
+        case transaction = 3
+        case checkpointRows = 4
+        case checkpointEnd = 5
+    }
+
+    /// The checksum seed for a store's records: the CRC32C of its UUID.
+    static func seed(for storeID: UUID) -> UInt32 {
+        var bytes = ByteWriter(capacity: 16)
+        bytes.writeUUID(storeID)
+        return CRC32C.checksum(bytes.bytes)
+    }
+
+    /// The checksum of a frame: its length and type bytes, then its payload.
+    static func checksum(length: UInt32, type: UInt8, payload: UnsafeRawBufferPointer, seed: UInt32) -> UInt32 {
+        var head: (UInt32, UInt8) = (length.littleEndian, type)
+        let crc = withUnsafeBytes(of: &head) { raw in
+            CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<5]), continuing: seed)
+        }
+        return CRC32C.checksum(payload, continuing: crc)
+    }
+}
+
+extension ByteWriter {
+    /// Starts a frame; returns the offset to pass to ``finishFrame(at:seed:)`` after the
+    /// payload has been written.
+    mutating func beginFrame(_ type: RecordFormat.RecordType) -> Int {
+        let start = count
+        writeUInt32(0)
+        writeUInt32(0)
+        write(type.rawValue)
+        return start
+    }
+
+    /// Fills in the length and checksum of the frame begun at `start`.
+    mutating func finishFrame(at start: Int, seed: UInt32) {
+        let payloadStart = start + RecordFormat.frameHeaderSize
+        let length = UInt32(count - payloadStart)
+        let type = bytes[start + 8]
+        let crc = bytes.withUnsafeBytes { raw in
+            RecordFormat.checksum(length: length, type: type, payload: UnsafeRawBufferPointer(rebasing: raw[payloadStart...]), seed: seed)
+        }
+        patchUInt32(length, at: start)
+        patchUInt32(crc, at: start + 4)
+    }
+}
+
+/// One frame found in a buffer.
+struct Frame {
+    var type: UInt8
+    /// The payload's bytes (valid while the buffer is).
+    var payload: UnsafeRawBufferPointer
+    /// The offset just past the frame.
+    var end: Int
+}
+
+/// Why no valid frame starts at an offset.
+enum FrameProblem: Error, Equatable {
+    /// Fewer bytes remain than the frame needs: an interrupted write, if it is the tail.
+    case truncated(needed: Int, remaining: Int)
+    /// The length field is larger than any record may be.
+    case impossibleLength(UInt32)
+    /// The checksum does not match.
+    case checksumMismatch
+
+    var explanation: String {
+        switch self {
+        case .truncated(let needed, let remaining): "a record needs \(needed) bytes but the file has \(remaining) left"
+        case .impossibleLength(let length): "a record claims \(length) bytes, more than the \(RecordFormat.maximumPayload) a record may have"
+        case .checksumMismatch: "checksum mismatch"
+        }
+    }
+}
+
+extension RecordFormat {
+    /// Reads the frame at `offset` of `buffer`, checking its bounds and checksum.
+    static func frame(in buffer: UnsafeRawBufferPointer, at offset: Int, seed: UInt32) -> Result<Frame, FrameProblem> {
+        let remaining = buffer.count - offset
+        guard remaining >= frameHeaderSize else { return .failure(.truncated(needed: frameHeaderSize, remaining: remaining)) }
+        let length = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        guard length <= UInt32(maximumPayload) else { return .failure(.impossibleLength(length)) }
+        let end = offset + frameHeaderSize + Int(length)
+        guard end <= buffer.count else { return .failure(.truncated(needed: frameHeaderSize + Int(length), remaining: remaining)) }
+        let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+        let type = buffer[offset + 8]
+        let payload = UnsafeRawBufferPointer(rebasing: buffer[(offset + frameHeaderSize)..<end])
+        guard checksum(length: length, type: type, payload: payload, seed: seed) == stored else {
+            return .failure(.checksumMismatch)
+        }
+        return .success(Frame(type: type, payload: payload, end: end))
+    }
+}

@@ -1,0 +1,87 @@
+/// A failure of a store operation: what went wrong, where (file, offset, transaction),
+/// what to do about it, and the underlying cause.
+///
+/// ```
+/// corrupted: checksum mismatch in /data/songs.strata/journal-00000000000000000001.strata at offset 4107
+/// (transaction 17); later records are intact, so this is damage, not an interrupted write.
+/// Restore the store from a backup, or copy its readable prefix with Journal.salvage(...).
+/// ```
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure. New codes may be added; match the ones you handle.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// Another process (or another handle in this process) holds the store's write lock.
+        public static let locked = Code("locked")
+        /// A file is damaged before its tail: a checksum, framing or decoding failure that is
+        /// not an interrupted write.
+        public static let corrupted = Code("corrupted")
+        /// An earlier write or sync failed; the handle refuses to acknowledge anything more.
+        public static let poisoned = Code("poisoned")
+        /// A file operation failed (see ``StoreError/underlying``).
+        public static let io = Code("io")
+        /// No store exists at the path.
+        public static let notFound = Code("notFound")
+        /// Something already exists where a store was to be created.
+        public static let alreadyExists = Code("alreadyExists")
+        /// The path is not a Strata store (or not a directory).
+        public static let notAStore = Code("notAStore")
+        /// The files were written by a newer format version than this library reads.
+        public static let unsupportedFormatVersion = Code("unsupportedFormatVersion")
+        /// The store was written with a different schema than the one given.
+        public static let schemaMismatch = Code("schemaMismatch")
+        /// A transaction handed to the journal does not fit the schema.
+        public static let invalidTransaction = Code("invalidTransaction")
+        /// The handle was closed.
+        public static let closed = Code("closed")
+        /// The store was opened read-only.
+        public static let readOnly = Code("readOnly")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What happened and what to do.
+    public var message: String
+    /// The file or directory concerned.
+    public var path: String?
+    /// The byte offset in ``path`` where the problem was found.
+    public var offset: Int64?
+    /// The transaction concerned.
+    public var transaction: UInt64?
+    /// The file-system error underneath, if any.
+    public var underlying: FileIOError?
+    /// Where in Strata the error was raised (`file:line`), for bug reports.
+    public var location: String
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, path: String? = nil, offset: Int64? = nil, transaction: UInt64? = nil,
+        underlying: FileIOError? = nil, fileID: StaticString = #fileID, line: UInt = #line
+    ) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.transaction = transaction
+        self.underlying = underlying
+        self.location = "\(fileID):\(line)"
+    }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        var place: [String] = []
+        if let path { place.append(path) }
+        if let offset { place.append("offset \(offset)") }
+        if let transaction { place.append("transaction \(transaction)") }
+        if !place.isEmpty { text += " [" + place.joined(separator: ", ") + "]" }
+        if let underlying { text += " (\(underlying))" }
+        return text
+    }
+
+    /// Wraps a file-system error.
+    static func io(_ error: FileIOError, _ doing: String, fileID: StaticString = #fileID, line: UInt = #line) -> StoreError {
+        StoreError(.io, "\(doing) failed: \(error)", path: error.path, underlying: error, fileID: fileID, line: line)
+    }
+}
