@@ -1,1 +1,8 @@
-print("strata")
+import Foundation
+import StrataCommand
+
+let status = StrataCommand.run(
+    Array(CommandLine.arguments.dropFirst()),
+    output: { FileHandle.standardOutput.write(Data($0.utf8)) },
+    errors: { FileHandle.standardError.write(Data($0.utf8)) })
+exit(status)
