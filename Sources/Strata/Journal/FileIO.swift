@@ -57,8 +57,10 @@ public struct FileIOError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(operation) \(path): \(FileIOError.describe(errno)) (errno \(errno))" }
 
     static func describe(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "error \(code)" }
-        return String(cString: text)
+        // strerror_r, not strerror: errors are described on many threads at once.
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard strerror_r(code, &buffer, buffer.count) == 0 else { return "error \(code)" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -78,7 +78,8 @@ public struct POSIXFileIO: FileIO {
     }
 
     public func syncDirectory(_ path: String) throws(FileIOError) {
-        let fd = systemOpen(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+        var fd: Int32
+        repeat { fd = systemOpen(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw fail("open directory", path) }
         defer { _ = systemClose(fd) }
         guard fsync(fd) == 0 else { throw fail("fsync directory", path) }
@@ -92,7 +93,13 @@ public struct POSIXFileIO: FileIO {
         guard let dir = opendir(path) else { throw fail("opendir", path) }
         defer { closedir(dir) }
         var names: [String] = []
-        while let entry = readdir(dir) {
+        while true {
+            // readdir returns nil both at the end and on error; only errno tells them apart.
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { throw fail("readdir", path) }
+                break
+            }
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
             }
