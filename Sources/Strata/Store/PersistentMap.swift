@@ -1,0 +1,230 @@
+/// An immutable hash map with structural sharing (a CHAMP trie: compressed hash-array
+/// mapped prefix tree), the representation of a store generation.
+///
+/// Copies are O(1) and share every node; a change copies only the O(log₃₂ n) nodes on the
+/// path to the key, so publishing a new generation costs O(changes · log n), not O(size),
+/// and every older copy stays unchanged for the readers that hold it. While a map is not
+/// shared, changes happen in place (copy-on-write), so building one is as cheap as
+/// filling a dictionary.
+///
+/// ```swift
+/// var v1 = PersistentMap<ObjectID, Int>()
+/// v1[id] = 1
+/// var v2 = v1          // O(1)
+/// v2[id] = 2           // copies one path; v1[id] is still 1
+/// ```
+public struct PersistentMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    typealias Node = ChampNode<Key, Value>
+
+    private var root: Node
+    /// The number of entries.
+    public private(set) var count: Int
+
+    /// Creates an empty map.
+    public init() {
+        root = Node()
+        count = 0
+    }
+
+    /// Whether the map has no entries.
+    public var isEmpty: Bool { count == 0 }
+
+    /// The value for `key`, or `nil`; setting `nil` removes the entry.
+    public subscript(key: Key) -> Value? {
+        get { root.find(key, hash: Self.hash(key), shift: 0) }
+        set {
+            if let newValue {
+                updateValue(newValue, forKey: key)
+            } else {
+                removeValue(forKey: key)
+            }
+        }
+    }
+
+    /// Sets the value for `key`; returns the value it replaced, if any.
+    @discardableResult
+    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        if !isKnownUniquelyReferenced(&root) { root = root.copy() }
+        let old = root.insert(key, value, hash: Self.hash(key), shift: 0)
+        if old == nil { count += 1 }
+        return old
+    }
+
+    /// Removes the entry for `key`; returns its value, if there was one.
+    @discardableResult
+    public mutating func removeValue(forKey key: Key) -> Value? {
+        guard root.find(key, hash: Self.hash(key), shift: 0) != nil else { return nil }
+        if !isKnownUniquelyReferenced(&root) { root = root.copy() }
+        let old = root.remove(key, hash: Self.hash(key), shift: 0)
+        if old != nil { count -= 1 }
+        return old
+    }
+
+    /// Calls `body` with every entry, in no particular order.
+    public func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        try root.forEach(body)
+    }
+
+    /// Whether two maps are the same version (share their root): O(1), for tests and caches.
+    func isIdentical(to other: PersistentMap) -> Bool { root === other.root }
+
+    static func hash(_ key: Key) -> UInt64 { UInt64(bitPattern: Int64(key.hashValue)) }
+}
+
+extension PersistentMap: Sequence {
+    /// Iterates over the entries in no particular order.
+    public struct Iterator: IteratorProtocol {
+        private var stack: [(node: Node, item: Int, child: Int)]
+
+        init(root: Node) { stack = [(root, 0, 0)] }
+
+        public mutating func next() -> (key: Key, value: Value)? {
+            while let top = stack.last {
+                let index = stack.count - 1
+                if top.item < top.node.items.count {
+                    stack[index].item += 1
+                    return top.node.items[top.item]
+                }
+                if top.child < top.node.children.count {
+                    stack[index].child += 1
+                    stack.append((top.node.children[top.child], 0, 0))
+                    continue
+                }
+                stack.removeLast()
+            }
+            return nil
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(root: root) }
+    public var underestimatedCount: Int { count }
+}
+
+// `@unchecked Sendable`: a node is mutated only while it is uniquely referenced (the
+// copy-on-write checks in PersistentMap and below); once shared it is never changed, so
+// threads that share it only read.
+final class ChampNode<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    /// Which of the 32 slots hold an entry directly.
+    var dataMap: UInt32 = 0
+    /// Which of the 32 slots hold a child node.
+    var nodeMap: UInt32 = 0
+    /// Entries, in slot order. In a collision node (below the last level), every entry
+    /// has the same hash and the maps are unused.
+    var items: ContiguousArray<(key: Key, value: Value)> = []
+    /// Children, in slot order.
+    var children: ContiguousArray<ChampNode> = []
+
+    init() {}
+
+    func copy() -> ChampNode {
+        let node = ChampNode()
+        node.dataMap = dataMap
+        node.nodeMap = nodeMap
+        node.items = items
+        node.children = children
+        return node
+    }
+
+    /// Hash bits are consumed five at a time; past this shift, nodes hold collisions.
+    private static var maximumShift: UInt64 { 60 }
+
+    @inline(__always) private static func slot(_ hash: UInt64, _ shift: UInt64) -> UInt32 {
+        UInt32(truncatingIfNeeded: (hash >> shift) & 0x1F)
+    }
+
+    @inline(__always) private static func index(_ map: UInt32, _ bit: UInt32) -> Int {
+        (map & (bit &- 1)).nonzeroBitCount
+    }
+
+    func find(_ key: Key, hash: UInt64, shift: UInt64) -> Value? {
+        var node = self
+        var shift = shift
+        while true {
+            if shift > Self.maximumShift {
+                return node.items.first(where: { $0.key == key })?.value
+            }
+            let bit = UInt32(1) << Self.slot(hash, shift)
+            if node.dataMap & bit != 0 {
+                let item = node.items[Self.index(node.dataMap, bit)]
+                return item.key == key ? item.value : nil
+            }
+            guard node.nodeMap & bit != 0 else { return nil }
+            node = node.children[Self.index(node.nodeMap, bit)]
+            shift += 5
+        }
+    }
+
+    /// Inserts or replaces; returns the replaced value. `self` must be uniquely referenced.
+    func insert(_ key: Key, _ value: Value, hash: UInt64, shift: UInt64) -> Value? {
+        if shift > Self.maximumShift {
+            if let i = items.firstIndex(where: { $0.key == key }) {
+                let old = items[i].value
+                items[i].value = value
+                return old
+            }
+            items.append((key, value))
+            return nil
+        }
+        let bit = UInt32(1) << Self.slot(hash, shift)
+        if dataMap & bit != 0 {
+            let i = Self.index(dataMap, bit)
+            let existing = items[i]
+            if existing.key == key {
+                items[i].value = value
+                return existing.value
+            }
+            // Two keys share this slot: push both down into a new child.
+            let child = ChampNode()
+            _ = child.insert(existing.key, existing.value, hash: PersistentMap<Key, Value>.hash(existing.key), shift: shift + 5)
+            _ = child.insert(key, value, hash: hash, shift: shift + 5)
+            items.remove(at: i)
+            dataMap &= ~bit
+            nodeMap |= bit
+            children.insert(child, at: Self.index(nodeMap, bit))
+            return nil
+        }
+        if nodeMap & bit != 0 {
+            let i = Self.index(nodeMap, bit)
+            if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
+            return children[i].insert(key, value, hash: hash, shift: shift + 5)
+        }
+        dataMap |= bit
+        items.insert((key, value), at: Self.index(dataMap, bit))
+        return nil
+    }
+
+    /// Removes; returns the removed value. `self` must be uniquely referenced. Keeps the
+    /// trie canonical: a child left with a single entry and no children is pulled up.
+    func remove(_ key: Key, hash: UInt64, shift: UInt64) -> Value? {
+        if shift > Self.maximumShift {
+            guard let i = items.firstIndex(where: { $0.key == key }) else { return nil }
+            return items.remove(at: i).value
+        }
+        let bit = UInt32(1) << Self.slot(hash, shift)
+        if dataMap & bit != 0 {
+            let i = Self.index(dataMap, bit)
+            guard items[i].key == key else { return nil }
+            dataMap &= ~bit
+            return items.remove(at: i).value
+        }
+        guard nodeMap & bit != 0 else { return nil }
+        let i = Self.index(nodeMap, bit)
+        if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
+        let child = children[i]
+        let old = child.remove(key, hash: hash, shift: shift + 5)
+        if old != nil, child.children.isEmpty, child.items.count <= 1 {
+            children.remove(at: i)
+            nodeMap &= ~bit
+            if let last = child.items.first {
+                dataMap |= bit
+                items.insert(last, at: Self.index(dataMap, bit))
+            }
+        }
+        return old
+    }
+
+    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        for item in items { try body(item.key, item.value) }
+        for child in children { try child.forEach(body) }
+    }
+}

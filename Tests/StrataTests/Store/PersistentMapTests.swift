@@ -1,0 +1,78 @@
+import Testing
+@testable import Strata
+
+/// A key whose hash the test controls, to force collisions at every depth.
+struct CollidingKey: Hashable, Sendable, CustomStringConvertible {
+    var id: Int
+    var hashBits: Int
+    func hash(into hasher: inout Hasher) { hasher.combine(hashBits) }
+    static func == (a: CollidingKey, b: CollidingKey) -> Bool { a.id == b.id }
+    var description: String { "k\(id)" }
+}
+
+@Suite struct PersistentMapTests {
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func randomOperationsMatchDictionary(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var map = PersistentMap<Int, Int>()
+        var reference: [Int: Int] = [:]
+        var snapshots: [(PersistentMap<Int, Int>, [Int: Int])] = []
+        let keySpace = [16, 1_000, 100_000][Int(seed % 3)]
+        for step in 0..<20_000 {
+            let key = Int.random(in: 0..<keySpace, using: &rng)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<6:
+                let value = Int.random(in: 0..<1_000_000, using: &rng)
+                #expect(map.updateValue(value, forKey: key) == reference.updateValue(value, forKey: key), "seed \(seed) step \(step)")
+            case 6..<9:
+                #expect(map.removeValue(forKey: key) == reference.removeValue(forKey: key), "seed \(seed) step \(step)")
+            default:
+                #expect(map[key] == reference[key], "seed \(seed) step \(step)")
+            }
+            if step % 2_000 == 0 { snapshots.append((map, reference)) }
+        }
+        #expect(map.count == reference.count)
+        #expect(Dictionary(uniqueKeysWithValues: map.map { ($0.key, $0.value) }) == reference)
+        // Every snapshot still holds exactly what it held when taken.
+        for (snapshot, expected) in snapshots {
+            #expect(snapshot.count == expected.count, "seed \(seed)")
+            #expect(Dictionary(uniqueKeysWithValues: snapshot.map { ($0.key, $0.value) }) == expected, "seed \(seed)")
+        }
+    }
+
+    @Test func fullHashCollisionsAndSharedPrefixes() {
+        var map = PersistentMap<CollidingKey, Int>()
+        var reference: [CollidingKey: Int] = [:]
+        var rng = SeededGenerator(seed: 99)
+        // Few distinct hashes → deep paths and collision nodes.
+        let keys = (0..<400).map { CollidingKey(id: $0, hashBits: Int.random(in: 0..<6, using: &rng)) }
+        for round in 0..<5 {
+            for key in keys.shuffled(using: &rng) {
+                if Bool.random(using: &rng) {
+                    map[key] = round
+                    reference[key] = round
+                } else {
+                    #expect(map.removeValue(forKey: key) == reference.removeValue(forKey: key))
+                }
+            }
+            #expect(map.count == reference.count)
+            for key in keys { #expect(map[key] == reference[key]) }
+        }
+        for key in keys { map[key] = nil }
+        #expect(map.isEmpty)
+        #expect(Array(map).isEmpty)
+    }
+
+    @Test func copiesShareUntilChanged() {
+        var a = PersistentMap<Int, String>()
+        for i in 0..<1_000 { a[i] = "a\(i)" }
+        var b = a
+        #expect(a.isIdentical(to: b))
+        b[5] = "b5"
+        b[2_000] = "new"
+        b[7] = nil
+        #expect(!a.isIdentical(to: b))
+        #expect(a[5] == "a5" && a[7] == "a7" && a[2_000] == nil && a.count == 1_000)
+        #expect(b[5] == "b5" && b[7] == nil && b[2_000] == "new" && b.count == 1_000)
+    }
+}
