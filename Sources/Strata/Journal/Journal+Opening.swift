@@ -197,8 +197,8 @@ struct StoreReplay {
 
     /// Checks a file's header against the store (same UUID, schema, format) and reads its
     /// schema record; returns the offset after the preamble.
-    private mutating func readPreamble(
-        _ buffer: UnsafeRawBufferPointer, kind: FileHeader.Kind, path: String
+    private mutating func readPreamble<Target: JournalReplayTarget>(
+        _ buffer: UnsafeRawBufferPointer, kind: FileHeader.Kind, path: String, target: inout Target
     ) throws(StoreError) -> (header: FileHeader, end: Int) {
         let header: FileHeader
         let afterHeader: Int
@@ -249,6 +249,9 @@ struct StoreReplay {
             schema = stored
             storeID = header.storeID
             codec = RecordCodec(schema: stored, storeID: header.storeID)
+            do throws(ReplayError) { try target.prepare(schema: expected ?? stored) } catch {
+                throw StoreError(.corrupted, "the store cannot be loaded: \(error.message)", path: path)
+            }
         }
         return (header, frame.end)
     }
@@ -268,7 +271,7 @@ struct StoreReplay {
     private mutating func loadCheckpoint<Target: JournalReplayTarget>(
         _ buffer: UnsafeRawBufferPointer, path: String, named: UInt64, into target: inout Target
     ) throws(StoreError) -> UInt64 {
-        let (header, start) = try readPreamble(buffer, kind: .checkpoint, path: path)
+        let (header, start) = try readPreamble(buffer, kind: .checkpoint, path: path, target: &target)
         guard header.transaction == named else {
             throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
         }
@@ -349,7 +352,7 @@ struct StoreReplay {
     ) throws(StoreError) -> Bool {
         let preamble: (header: FileHeader, end: Int)
         do throws(StoreError) {
-            preamble = try readPreamble(buffer, kind: .segment, path: path)
+            preamble = try readPreamble(buffer, kind: .segment, path: path, target: &target)
         } catch {
             // A last segment whose creation was interrupted holds no transactions: drop it.
             if isLast, error.code == .corrupted, storeID != nil, !containsTransaction(buffer, after: 0) {

@@ -3,6 +3,8 @@
 ///
 /// The store's in-memory state implements it; ``ReplayedState`` is a simple one.
 public protocol JournalReplayTarget {
+    /// Receives the schema the store was written with, before any row or transaction.
+    mutating func prepare(schema: Schema) throws(ReplayError)
     /// Receives one row of the checkpoint.
     mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError)
     /// Receives the checkpoint's closing facts: the last transaction it covers and the
@@ -10,6 +12,10 @@ public protocol JournalReplayTarget {
     mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError)
     /// Receives one transaction after the checkpoint.
     mutating func apply(_ transaction: TransactionRecord) throws(ReplayError)
+}
+
+extension JournalReplayTarget {
+    public mutating func prepare(schema: Schema) throws(ReplayError) {}
 }
 
 /// A replayed record that does not fit the state before it (an insert of an existing

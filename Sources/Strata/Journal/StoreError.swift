@@ -38,6 +38,22 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let closed = Code("closed")
         /// The store was opened read-only.
         public static let readOnly = Code("readOnly")
+        /// Objects the save changed were changed by other transactions (see ``StoreError/conflicts``).
+        public static let conflict = Code("conflict")
+        /// A unique attribute's value is already used by another object.
+        public static let uniqueViolation = Code("uniqueViolation")
+        /// A relationship and its inverse disagree.
+        public static let inverseViolation = Code("inverseViolation")
+        /// A required value or relationship is missing.
+        public static let missingValue = Code("missingValue")
+        /// A value breaks its attribute's limits (min, max, length).
+        public static let invalidValue = Code("invalidValue")
+        /// A relationship refers to an object that does not exist.
+        public static let danglingReference = Code("danglingReference")
+        /// A delete rule forbids the deletion (`deny`) or requires more of it (`cascade`).
+        public static let deleteRule = Code("deleteRule")
+        /// The object does not exist.
+        public static let objectNotFound = Code("objectNotFound")
     }
 
     /// The kind of failure.
@@ -52,14 +68,23 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var transaction: UInt64?
     /// The file-system error underneath, if any.
     public var underlying: FileIOError?
+    /// The object concerned.
+    public var object: ObjectID?
+    /// The property concerned.
+    public var key: String?
+    /// Every conflict found, for ``Code/conflict``.
+    public var conflicts: [Conflict] = []
     /// Where in Strata the error was raised (`file:line`), for bug reports.
     public var location: String
 
     /// Creates an error.
     public init(
         _ code: Code, _ message: String, path: String? = nil, offset: Int64? = nil, transaction: UInt64? = nil,
-        underlying: FileIOError? = nil, fileID: StaticString = #fileID, line: UInt = #line
+        underlying: FileIOError? = nil, object: ObjectID? = nil, key: String? = nil,
+        fileID: StaticString = #fileID, line: UInt = #line
     ) {
+        self.object = object
+        self.key = key
         self.code = code
         self.message = message
         self.path = path
@@ -72,6 +97,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var text = "\(code): \(message)"
         var place: [String] = []
+        if let object { place.append(key.map { "\(object).\($0)" } ?? object.description) }
         if let path { place.append(path) }
         if let offset { place.append("offset \(offset)") }
         if let transaction { place.append("transaction \(transaction)") }

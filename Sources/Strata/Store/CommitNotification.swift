@@ -1,0 +1,24 @@
+import Foundation
+
+/// What one committed transaction changed: the value every did-commit (did-save) stream
+/// delivers, in transaction order. It is `Sendable`, so it crosses contexts freely.
+public struct CommitNotification: Sendable, Hashable {
+    /// The transaction's number.
+    public var transaction: UInt64
+    /// When it was committed.
+    public var timestamp: Date
+    /// Who committed it.
+    public var author: String
+    /// Objects created.
+    public var inserted: [ObjectID]
+    /// Objects changed.
+    public var updated: [ObjectID]
+    /// Objects deleted.
+    public var deleted: [ObjectID]
+    /// For each changed object, the names of the keys that changed.
+    public var changedKeys: [ObjectID: [String]]
+    /// The new values of every inserted and changed object (all its values, storage order).
+    public var values: [ObjectID: [Value]]
+    /// The new version of every inserted and changed object (the transaction number).
+    public var version: UInt64 { transaction }
+}

@@ -1,0 +1,160 @@
+/// An immutable version of a store's contents: every object as of one transaction.
+///
+/// Generations share structure (see ``PersistentMap``), so holding one is cheap and never
+/// blocks a commit; a reader that pins a generation sees exactly that transaction's state
+/// however many commits follow. A generation is freed when no one holds it.
+///
+/// ```swift
+/// let generation = store.currentGeneration
+/// for object in generation.objects(of: "Artist") { print(object.id, object.values) }
+/// ```
+public struct Generation: Sendable {
+    /// The schema of the objects.
+    public let schema: Schema
+    /// The last transaction included.
+    public internal(set) var transaction: UInt64
+    /// One table per entity (by storage index), keyed by object number.
+    var tables: [PersistentMap<UInt64, StoredRow>]
+    /// Unique indexes: for each entity with a unique attribute, value → object number.
+    var uniqueIndexes: [PersistentMap<Value, UInt64>?]
+    /// The highest object number committed per entity (deleted objects included).
+    var highestNumbers: [UInt64]
+
+    /// An empty generation (transaction 0).
+    init(schema: Schema) {
+        self.schema = schema
+        transaction = 0
+        tables = schema.entities.map { _ in PersistentMap() }
+        uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
+        highestNumbers = schema.entities.map { _ in 0 }
+    }
+
+    // MARK: - Reading
+
+    /// The object with this ID, or `nil` if it does not exist in this generation.
+    public func object(_ id: ObjectID) -> StoredObject? {
+        guard let entity = schema.entityIndex(named: id.entity), let row = tables[entity][id.number] else { return nil }
+        return StoredObject(id: id, values: row.values, version: row.version)
+    }
+
+    /// The number of objects of an entity.
+    public func count(of entity: String) -> Int {
+        schema.entityIndex(named: entity).map { tables[$0].count } ?? 0
+    }
+
+    /// The number of objects of every entity.
+    public var totalCount: Int { tables.reduce(0) { $0 + $1.count } }
+
+    /// Every object of an entity, in no particular order.
+    public func objects(of entity: String) -> [StoredObject] {
+        guard let index = schema.entityIndex(named: entity) else { return [] }
+        let name = schema.entities[index].name
+        return tables[index].map { StoredObject(id: ObjectID(entity: name, number: $0.key), values: $0.value.values, version: $0.value.version) }
+    }
+
+    /// The object whose unique attribute has this value, if the entity declares one.
+    public func object(of entity: String, uniqueValue: Value) -> StoredObject? {
+        guard let index = schema.entityIndex(named: entity), let unique = uniqueIndexes[index],
+            let number = unique[uniqueValue]
+        else { return nil }
+        return object(ObjectID(entity: schema.entities[index].name, number: number))
+    }
+
+    /// The highest object number committed for an entity (deleted objects included).
+    public func highestObjectNumber(of entity: String) -> UInt64 {
+        schema.entityIndex(named: entity).map { highestNumbers[$0] } ?? 0
+    }
+
+    // MARK: - Changing (while building the next generation)
+
+    mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
+        tables[entity][id.number] = StoredRow(values: values, version: version)
+        if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
+            uniqueIndexes[entity]![values[attribute]] = id.number
+        }
+        if id.number > highestNumbers[entity] { highestNumbers[entity] = id.number }
+    }
+
+    mutating func updateRow(_ id: ObjectID, entity: Int, changes: [PropertyChange], version: UInt64) {
+        guard var row = tables[entity][id.number] else { preconditionFailure("update of \(id), which this generation lacks") }
+        let unique = uniqueAttributeIndex(entity)
+        for change in changes {
+            if change.index == unique {
+                let old = row.values[change.index]
+                if !old.isNull, uniqueIndexes[entity]![old] == id.number { uniqueIndexes[entity]![old] = nil }
+                if !change.value.isNull { uniqueIndexes[entity]![change.value] = id.number }
+            }
+            row.values[change.index] = change.value
+        }
+        row.version = version
+        tables[entity][id.number] = row
+    }
+
+    mutating func deleteRow(_ id: ObjectID, entity: Int) {
+        guard let row = tables[entity].removeValue(forKey: id.number) else { return }
+        if let attribute = uniqueAttributeIndex(entity) {
+            let value = row.values[attribute]
+            if !value.isNull, uniqueIndexes[entity]![value] == id.number { uniqueIndexes[entity]![value] = nil }
+        }
+    }
+
+    func uniqueAttributeIndex(_ entity: Int) -> Int? {
+        uniqueIndexes[entity] == nil ? nil : schema.entities[entity].attributes.firstIndex(where: \.isUnique)
+    }
+
+    /// Applies a transaction the journal accepted (already validated).
+    mutating func applyValidated(_ record: TransactionRecord) {
+        for row in record.inserted {
+            insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number)
+        }
+        for update in record.updated {
+            updateRow(update.id, entity: schema.entityIndex(named: update.id.entity)!, changes: update.changes, version: record.number)
+        }
+        for id in record.deleted { deleteRow(id, entity: schema.entityIndex(named: id.entity)!) }
+        transaction = record.number
+    }
+}
+
+// MARK: - Replay and checkpoints
+
+extension Generation: JournalReplayTarget, CheckpointSource {
+    public mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
+        guard let entity = schema.entityIndex(named: row.id.entity) else { throw ReplayError("unknown entity of \(row.id)") }
+        guard tables[entity][row.id.number] == nil else { throw ReplayError("the checkpoint holds \(row.id) twice") }
+        insertRow(row.id, entity: entity, values: row.values, version: 0)
+    }
+
+    public mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {
+        self.transaction = transaction
+        for (name, number) in highestObjectNumbers {
+            if let entity = schema.entityIndex(named: name), number > highestNumbers[entity] { highestNumbers[entity] = number }
+        }
+    }
+
+    public mutating func apply(_ transaction: TransactionRecord) throws(ReplayError) {
+        for row in transaction.inserted where object(row.id) != nil {
+            throw ReplayError("transaction \(transaction.number) inserts \(row.id), which already exists")
+        }
+        for update in transaction.updated where object(update.id) == nil {
+            throw ReplayError("transaction \(transaction.number) updates \(update.id), which does not exist")
+        }
+        for id in transaction.deleted where object(id) == nil {
+            throw ReplayError("transaction \(transaction.number) deletes \(id), which does not exist")
+        }
+        applyValidated(transaction)
+    }
+
+    public var lastTransaction: UInt64 { transaction }
+
+    public var highestObjectNumbers: [String: UInt64] {
+        var result: [String: UInt64] = [:]
+        for (i, entity) in schema.entities.enumerated() where highestNumbers[i] > 0 { result[entity.name] = highestNumbers[i] }
+        return result
+    }
+
+    public func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
+        for (i, entity) in schema.entities.enumerated() {
+            for (number, row) in tables[i] { try body(RowImage(id: ObjectID(entity: entity.name, number: number), values: row.values)) }
+        }
+    }
+}

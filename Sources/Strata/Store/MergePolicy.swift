@@ -1,0 +1,42 @@
+/// How a save resolves changes that conflict with what other transactions committed since
+/// the saved objects were read. Decided per property, three-way: for each key the save
+/// changed, *base* is the value it read, *ours* the value it writes, *theirs* the value
+/// committed since. Keys only one side changed never conflict.
+public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
+    /// Refuse the save with a report of every conflicting object and key. The default.
+    case error
+    /// Keep the committed value for every conflicting key; our other changes are saved.
+    case storeWins
+    /// Save our value for every conflicting key; their changes to other keys are kept.
+    case contextWins
+    /// Save our whole object as we see it, discarding their changes to any key.
+    case overwrite
+    /// Drop all our changes to an object that has a conflict; save the rest.
+    case rollback
+}
+
+/// One conflicting key (or a deleted object) found when a save was checked against the
+/// store.
+public struct Conflict: Sendable, Hashable, CustomStringConvertible {
+    /// The object.
+    public var object: ObjectID
+    /// The key both sides changed, or `nil` when one side deleted the object.
+    public var key: String?
+    /// The value the save was based on.
+    public var base: Value?
+    /// The value the save writes (`nil` if the save deletes the object).
+    public var ours: Value?
+    /// The value committed since (`nil` if another transaction deleted the object).
+    public var theirs: Value?
+    /// The version of the object now in the store (`nil` if deleted).
+    public var theirVersion: UInt64?
+
+    public var description: String {
+        guard let key else {
+            return theirs == nil && theirVersion == nil
+                ? "\(object) was deleted by another transaction"
+                : "\(object) was changed by another transaction (version \(theirVersion ?? 0)) and this save deletes it"
+        }
+        return "\(object).\(key): base \(base.map(\.description) ?? "?"), ours \(ours.map(\.description) ?? "deleted"), theirs \(theirs.map(\.description) ?? "deleted")"
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+import Synchronization
+
+// MARK: - The commit pipeline
+
+extension Store {
+    /// Commits a change set: resolves conflicts by its merge policy, checks every
+    /// constraint, appends it to the journal and, once it is durable, publishes the new
+    /// generation and notifies ``commits()`` subscribers.
+    ///
+    /// A commit that throws changes nothing. An empty change set commits nothing and
+    /// returns the current generation.
+    /// - Throws: ``StoreError`` — `conflict` (with ``StoreError/conflicts``) under
+    ///   ``MergePolicy/error``; `uniqueViolation`, `inverseViolation`, `missingValue`,
+    ///   `invalidValue`, `danglingReference`, `deleteRule`, `objectNotFound`,
+    ///   `invalidTransaction` naming the object and key; `poisoned`, `closed`, `readOnly`.
+    @discardableResult
+    public func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
+        guard !changes.isEmpty else {
+            let generation = currentGeneration
+            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [])
+        }
+        let journal = self.journal
+        let (number, generation, resolved) = try commitState.withLock {
+            (s) throws(StoreError) -> (UInt64?, Generation, [Conflict]) in
+            let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
+            let record = try plan.record(number: s.head.transaction + 1, codec: journal.codec)
+            // The merge policy may have dropped every change: then there is nothing to commit.
+            if record.isEmpty { return (nil, s.head, plan.resolved) }
+            var next = s.head
+            next.applyValidated(record)
+            try plan.checkConstraints(after: next)
+            try journal.enqueue(record)
+            s.head = next
+            s.pending.append((next, plan.notification(for: record, in: next)))
+            return (record.number, next, plan.resolved)
+        }
+        guard let number else {
+            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved)
+        }
+        try await journal.waitUntilDurable(number)
+        await publishDurable()
+        return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved)
+    }
+}
+
+/// One change set checked against the newest generation: its conflicts resolved, its IDs
+/// and values checked, ready to become a transaction.
+struct CommitPlan {
+    let changes: ChangeSet
+    let head: Generation
+    let schema: Schema
+    private(set) var updates: [RowUpdate] = []
+    private(set) var deletions: [ObjectID] = []
+    private(set) var resolved: [Conflict] = []
+
+    init(changes: ChangeSet, head: Generation, allocated: [UInt64]) throws(StoreError) {
+        self.changes = changes
+        self.head = head
+        self.schema = head.schema
+        try checkIdentities(allocated: allocated)
+        try resolveConflicts()
+    }
+
+    private func entityIndex(_ id: ObjectID) throws(StoreError) -> Int {
+        guard let index = schema.entityIndex(named: id.entity) else {
+            throw StoreError(.invalidTransaction, "the schema has no entity \"\(id.entity)\"; its entities are \(schema.entities.map(\.name))", object: id)
+        }
+        return index
+    }
+
+    /// Every object appears once; inserted IDs were allocated and are new; changed and
+    /// deleted objects are named correctly.
+    private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
+        var seen = Set<ObjectID>()
+        func once(_ id: ObjectID) throws(StoreError) {
+            guard seen.insert(id).inserted else {
+                throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
+            }
+        }
+        for row in changes.inserted {
+            let entity = try entityIndex(row.id)
+            try once(row.id)
+            guard row.id.number >= 1, row.id.number <= allocated[entity] else {
+                throw StoreError(.invalidTransaction, "\(row.id) was not allocated by this store; get IDs from allocateObjectIDs(for:)", object: row.id)
+            }
+            guard head.tables[entity][row.id.number] == nil else {
+                throw StoreError(.invalidTransaction, "\(row.id) already exists; insert each object once", object: row.id)
+            }
+        }
+        for update in changes.updated {
+            let entity = try entityIndex(update.id)
+            try once(update.id)
+            guard update.baseValues.count == schema.entities[entity].propertyCount else {
+                throw StoreError(.invalidTransaction, "\(update.id): \(update.baseValues.count) base values given, \(update.id.entity) has \(schema.entities[entity].propertyCount) properties", object: update.id)
+            }
+        }
+        for deletion in changes.deleted {
+            _ = try entityIndex(deletion.id)
+            try once(deletion.id)
+        }
+    }
+
+    private mutating func resolveConflicts() throws(StoreError) {
+        let policy = changes.mergePolicy
+        var conflicts: [Conflict] = []
+        for update in changes.updated {
+            let entity = schema.entityIndex(named: update.id.entity)!
+            let properties = schema.entities[entity]
+            guard let current = head.tables[entity][update.id.number] else {
+                guard update.baseVersion > 0 else {
+                    throw StoreError(.objectNotFound, "\(update.id) does not exist; insert it before changing it", object: update.id)
+                }
+                conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                continue  // deleted by another transaction: nothing left to change
+            }
+            if current.version == update.baseVersion {
+                updates.append(RowUpdate(id: update.id, changes: update.changes))
+                continue
+            }
+            var objectConflicts: [Conflict] = []
+            var conflicting = Set<Int>()
+            for change in update.changes where change.index < properties.propertyCount {
+                let base = update.baseValues[change.index]
+                let theirs = current.values[change.index]
+                if theirs != base && theirs != change.value {
+                    conflicting.insert(change.index)
+                    objectConflicts.append(Conflict(object: update.id, key: properties.property(at: change.index).name,
+                                                    base: base, ours: change.value, theirs: theirs, theirVersion: current.version))
+                }
+            }
+            conflicts += objectConflicts
+            switch policy {
+            case .error, .contextWins:
+                updates.append(RowUpdate(id: update.id, changes: update.changes))
+            case .storeWins:
+                let kept = update.changes.filter { !conflicting.contains($0.index) }
+                if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
+            case .rollback:
+                if objectConflicts.isEmpty { updates.append(RowUpdate(id: update.id, changes: update.changes)) }
+            case .overwrite:
+                // Our whole object as we see it: the base overlaid with our changes.
+                var ours = update.baseValues
+                for change in update.changes where change.index < ours.count { ours[change.index] = change.value }
+                let full = ours.indices.filter { ours[$0] != current.values[$0] }.map { PropertyChange(index: $0, value: ours[$0]) }
+                if !full.isEmpty { updates.append(RowUpdate(id: update.id, changes: full)) }
+            }
+        }
+        for deletion in changes.deleted {
+            let entity = schema.entityIndex(named: deletion.id.entity)!
+            guard let current = head.tables[entity][deletion.id.number] else { continue }  // already gone
+            if current.version != deletion.baseVersion && deletion.baseVersion > 0 {
+                conflicts.append(Conflict(object: deletion.id, key: nil, base: nil, ours: nil,
+                                          theirs: .objects([]), theirVersion: current.version))
+                if policy == .storeWins || policy == .rollback { continue }
+            }
+            deletions.append(deletion.id)
+        }
+        if policy == .error && !conflicts.isEmpty {
+            var error = StoreError(.conflict,
+                                   "\(conflicts.count) conflict(s) with transactions committed since the objects were read: "
+                                   + conflicts.prefix(5).map(\.description).joined(separator: "; ")
+                                   + (conflicts.count > 5 ? "; ..." : "")
+                                   + ". Refresh the objects and save again, or choose a merge policy",
+                                   object: conflicts[0].object, key: conflicts[0].key)
+            error.conflicts = conflicts
+            throw error
+        }
+        resolved = conflicts
+    }
+
+    /// The transaction to append. Checks unique attributes against the head.
+    func record(number: UInt64, codec: RecordCodec) throws(StoreError) -> TransactionRecord {
+        let record = TransactionRecord(number: number, timestamp: Date(), author: changes.author,
+                                       inserted: changes.inserted, updated: updates, deleted: deletions)
+        try codec.validate(record)
+        try checkUniques(record)
+        return record
+    }
+
+    private func checkUniques(_ record: TransactionRecord) throws(StoreError) {
+        let deleted = Set(record.deleted)
+        var claims: [Int: [Value: ObjectID]] = [:]
+        var released: [Int: Set<Value>] = [:]
+        var candidates: [(ObjectID, Int, Value)] = []
+        for row in record.inserted {
+            let entity = schema.entityIndex(named: row.id.entity)!
+            if let attribute = head.uniqueAttributeIndex(entity), !row.values[attribute].isNull {
+                candidates.append((row.id, entity, row.values[attribute]))
+            }
+        }
+        for update in record.updated {
+            let entity = schema.entityIndex(named: update.id.entity)!
+            guard let attribute = head.uniqueAttributeIndex(entity),
+                let change = update.changes.first(where: { $0.index == attribute })
+            else { continue }
+            let old = head.tables[entity][update.id.number]!.values[attribute]
+            if !old.isNull { released[entity, default: []].insert(old) }
+            if !change.value.isNull { candidates.append((update.id, entity, change.value)) }
+        }
+        for id in record.deleted {
+            let entity = schema.entityIndex(named: id.entity)!
+            if let attribute = head.uniqueAttributeIndex(entity), let row = head.tables[entity][id.number], !row.values[attribute].isNull {
+                released[entity, default: []].insert(row.values[attribute])
+            }
+        }
+        for (id, entity, value) in candidates {
+            let key = schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name
+            if let other = claims[entity]?[value] {
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
+            }
+            claims[entity, default: [:]][value] = id
+            if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
+                let holderID = ObjectID(entity: id.entity, number: holder)
+                let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
+                    && record.updated.contains { $0.id == holderID })
+                if !freed {
+                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holderID); change one of them, or update \(holderID) instead of adding \(id)",
+                                     object: id, key: key)
+                }
+            }
+        }
+    }
+
+    // MARK: Constraints on the result
+
+    /// Checks required values, limits, references, inverses and delete rules of everything
+    /// the transaction touched, in the generation it produces.
+    func checkConstraints(after next: Generation) throws(StoreError) {
+        for row in changes.inserted {
+            let entity = schema.entityIndex(named: row.id.entity)!
+            try checkObject(row.id, entity: entity, keys: 0..<schema.entities[entity].propertyCount, before: nil, in: next)
+        }
+        for update in updates {
+            let entity = schema.entityIndex(named: update.id.entity)!
+            let before = head.tables[entity][update.id.number]!.values
+            try checkObject(update.id, entity: entity, keys: update.changes.map(\.index), before: before, in: next)
+        }
+        let deleted = Set(deletions)
+        for id in deletions {
+            let entity = schema.entityIndex(named: id.entity)!
+            let properties = schema.entities[entity]
+            let values = head.tables[entity][id.number]!.values
+            for (offset, relationship) in properties.relationships.enumerated() {
+                for target in Self.targets(values[properties.attributes.count + offset]) where !deleted.contains(target) {
+                    guard let other = next.object(target) else { continue }
+                    switch relationship.deleteRule {
+                    case .deny:
+                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(relationship.name)\" (delete rule deny) still refers to \(target); remove that first",
+                                         object: id, key: relationship.name)
+                    case .cascade:
+                        throw StoreError(.deleteRule, "deleting \(id) must delete \(target) too (relationship \"\(relationship.name)\", delete rule cascade)",
+                                         object: id, key: relationship.name)
+                    case .nullify:
+                        let inverse = schema.entity(named: target.entity)!
+                        let inverseIndex = inverse.propertyIndex(named: relationship.inverse)!
+                        if Self.targets(other.values[inverseIndex]).contains(id) {
+                            throw StoreError(.inverseViolation, "\(target).\(relationship.inverse) still refers to deleted \(id); nullify it in the same save",
+                                             object: target, key: relationship.inverse)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func checkObject(
+        _ id: ObjectID, entity: Int, keys: some Sequence<Int>, before: [Value]?, in next: Generation
+    ) throws(StoreError) {
+        let properties = schema.entities[entity]
+        let values = next.tables[entity][id.number]!.values
+        for index in keys {
+            switch properties.property(at: index) {
+            case .attribute(let attribute):
+                if let problem = AttributeCheck.problem(with: values[index], for: attribute) {
+                    let code: StoreError.Code = values[index].isNull ? .missingValue : .invalidValue
+                    throw StoreError(code, "\(id).\(attribute.name): \(problem)", object: id, key: attribute.name)
+                }
+            case .relationship(let relationship):
+                let now = Self.targets(values[index])
+                if now.isEmpty && !relationship.isOptional {
+                    throw StoreError(.missingValue, "\(id).\(relationship.name): the relationship is required", object: id, key: relationship.name)
+                }
+                if relationship.isToMany && Set(now).count != now.count {
+                    throw StoreError(.invalidTransaction, "\(id).\(relationship.name) lists an object twice", object: id, key: relationship.name)
+                }
+                let destination = schema.entity(named: relationship.destination)!
+                let inverseIndex = destination.propertyIndex(named: relationship.inverse)!
+                for target in now {
+                    guard let other = next.object(target) else {
+                        throw StoreError(.danglingReference, "\(id).\(relationship.name) refers to \(target), which does not exist",
+                                         object: id, key: relationship.name)
+                    }
+                    if !Self.targets(other.values[inverseIndex]).contains(id) {
+                        throw StoreError(.inverseViolation, "\(id).\(relationship.name) refers to \(target), but \(target).\(relationship.inverse) does not refer back; set both sides in the same save",
+                                         object: id, key: relationship.name)
+                    }
+                }
+                let old = before.map { Self.targets($0[index]) } ?? []
+                for target in old where !now.contains(target) {
+                    guard let other = next.object(target) else { continue }
+                    if Self.targets(other.values[inverseIndex]).contains(id) {
+                        throw StoreError(.inverseViolation, "\(id).\(relationship.name) no longer refers to \(target), but \(target).\(relationship.inverse) still refers to \(id); change both sides in the same save",
+                                         object: id, key: relationship.name)
+                    }
+                }
+            }
+        }
+    }
+
+    static func targets(_ value: Value) -> [ObjectID] {
+        switch value {
+        case .object(let id): [id]
+        case .objects(let ids): ids
+        default: []
+        }
+    }
+
+    func notification(for record: TransactionRecord, in next: Generation) -> CommitNotification {
+        var changedKeys: [ObjectID: [String]] = [:]
+        var values: [ObjectID: [Value]] = [:]
+        for row in record.inserted { values[row.id] = row.values }
+        for update in record.updated {
+            let entity = schema.entity(named: update.id.entity)!
+            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
+            values[update.id] = next.object(update.id)?.values
+        }
+        return CommitNotification(transaction: record.number, timestamp: record.timestamp, author: record.author,
+                                  inserted: record.inserted.map(\.id), updated: record.updated.map(\.id), deleted: record.deleted,
+                                  changedKeys: changedKeys, values: values)
+    }
+}

@@ -1,0 +1,174 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A store: the committed state of an object graph as immutable generations, over a
+/// crash-safe journal.
+///
+/// Readers take ``currentGeneration`` (O(1)) and keep it as long as they like: commits
+/// never wait for them and they never see a commit half-applied. Writers submit a
+/// ``ChangeSet`` to ``commit(_:)``, which checks it against everything committed since its
+/// objects were read (conflicts, per property, resolved by its ``MergePolicy``), checks
+/// unique attributes, required values, inverse relationships and delete rules, appends it
+/// to the journal (concurrent commits share one `fsync`), and publishes the new generation
+/// once it is durable. A commit that fails changes nothing, in memory or on disk.
+///
+/// ```swift
+/// let store = try Store.create(at: "/data/songs.strata", schema: schema)
+/// let artist = store.allocateObjectIDs(for: "Artist")[0]
+/// try await store.commit(ChangeSet(author: "importer", inserted: [
+///     RowImage(id: artist, values: [.int(1), .string("AC/DC"), .objects([])])
+/// ]))
+/// print(store.currentGeneration.count(of: "Artist"))   // 1
+/// ```
+public final class Store: Sendable {
+    /// How the store writes (durability, file system, read-only).
+    public typealias Configuration = Journal.Configuration
+
+    /// The journal underneath.
+    public let journal: Journal
+
+    /// What commits change; taken in this order: `commitState`, then the journal's lock.
+    let commitState: Mutex<CommitState>
+    /// What readers see. Never held while anything else is done.
+    private let published: Mutex<Generation>
+    private let subscribers = Mutex<[UUID: AsyncStream<CommitNotification>.Continuation]>([:])
+    /// Publishes generations and delivers notifications in transaction order.
+    private let deliveryQueue = DispatchQueue(label: "strata.store.delivery")
+
+    struct CommitState: Sendable {
+        /// The newest generation, including commits not yet durable (what commits are checked against).
+        var head: Generation
+        /// Generations waiting for durability before they are published, oldest first.
+        var pending: [(generation: Generation, notification: CommitNotification)] = []
+        /// The highest object number handed out per entity (by storage index).
+        var allocated: [UInt64]
+    }
+
+    private init(journal: Journal, generation: Generation) {
+        self.journal = journal
+        self.commitState = Mutex(CommitState(head: generation, allocated: generation.highestNumbers))
+        self.published = Mutex(generation)
+    }
+
+    /// Creates a new, empty store.
+    /// - Throws: ``StoreError`` (see ``Journal/create(at:schema:configuration:)``).
+    public static func create(at path: String, schema: Schema, configuration: Configuration = Configuration()) throws(StoreError) -> Store {
+        let journal = try Journal.create(at: path, schema: schema, configuration: configuration)
+        return Store(journal: journal, generation: Generation(schema: journal.schema))
+    }
+
+    /// Opens a store, loading its newest checkpoint and replaying the journal after it.
+    /// - Parameter schema: the schema the caller expects; `nil` to use the stored one.
+    /// - Throws: ``StoreError`` (see ``Journal/open(at:schema:configuration:replayingInto:)``).
+    public static func open(at path: String, schema: Schema? = nil, configuration: Configuration = Configuration()) throws(StoreError) -> Store {
+        var target = DeferredGeneration()
+        let journal = try Journal.open(at: path, schema: schema, configuration: configuration, replayingInto: &target)
+        return Store(journal: journal, generation: target.generation ?? Generation(schema: journal.schema))
+    }
+
+    /// The store directory.
+    public var path: String { journal.path }
+    /// The schema the store was written with.
+    public var schema: Schema { journal.schema }
+    /// What opening found and did.
+    public var recovery: RecoveryReport { journal.recovery }
+
+    /// The newest durable generation. O(1); hold it as long as you like.
+    public var currentGeneration: Generation { published.withLock { $0 } }
+
+    /// Hands out new, permanent object IDs for an entity (a block, for importers).
+    ///
+    /// IDs are never reused, even if the objects are never committed.
+    public func allocateObjectIDs(for entity: String, count: Int = 1) -> [ObjectID] {
+        guard let index = schema.entityIndex(named: entity) else {
+            preconditionFailure("allocateObjectIDs: schema \"\(schema.name)\" has no entity \"\(entity)\"; its entities are \(schema.entities.map(\.name))")
+        }
+        precondition(count >= 0, "allocateObjectIDs: count \(count) is negative")
+        let name = schema.entities[index].name
+        let first = commitState.withLock { s in
+            defer { s.allocated[index] += UInt64(count) }
+            return s.allocated[index] + 1
+        }
+        return (0..<UInt64(count)).map { ObjectID(entity: name, number: first + $0) }
+    }
+
+    // MARK: - Notifications
+
+    /// A stream of every transaction committed from now on, in order, each delivered once
+    /// its generation is published.
+    public func commits() -> AsyncStream<CommitNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: CommitNotification.self)
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Publishes every pending generation that is durable, in order, then delivers their
+    /// notifications. Runs on the delivery queue; returns when done.
+    func publishDurable() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            deliveryQueue.async {
+                let durable = self.journal.lastDurableTransaction
+                let ready = self.commitState.withLock { s -> [(generation: Generation, notification: CommitNotification)] in
+                    let count = s.pending.prefix { $0.generation.transaction <= durable }.count
+                    defer { s.pending.removeFirst(count) }
+                    return Array(s.pending.prefix(count))
+                }
+                if let newest = ready.last {
+                    self.published.withLock { $0 = newest.generation }
+                    let streams = self.subscribers.withLock { Array($0.values) }
+                    for item in ready {
+                        for stream in streams { stream.yield(item.notification) }
+                    }
+                }
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: - Maintenance
+
+    /// Writes a checkpoint of the current generation and removes the journal segments it
+    /// covers, while commits continue.
+    @discardableResult
+    public func compact() async throws(StoreError) -> Journal.CompactionReport {
+        try await journal.compact(from: currentGeneration)
+    }
+
+    /// Closes the store: waits for pending commits, syncs, releases the write lock, and
+    /// ends every notification stream.
+    public func close() async {
+        await journal.close()
+        await publishDurable()
+        let streams = subscribers.withLock { s in
+            defer { s = [:] }
+            return Array(s.values)
+        }
+        for stream in streams { stream.finish() }
+    }
+}
+
+/// Builds a generation during replay, once the journal has said which schema it holds.
+struct DeferredGeneration: JournalReplayTarget {
+    var generation: Generation?
+
+    mutating func prepare(schema: Schema) throws(ReplayError) {
+        generation = Generation(schema: schema)
+    }
+
+    mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
+        try generation!.loadCheckpointRow(row)
+    }
+
+    mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {
+        try generation!.finishCheckpoint(through: transaction, highestObjectNumbers: highestObjectNumbers)
+    }
+
+    mutating func apply(_ transaction: TransactionRecord) throws(ReplayError) {
+        try generation!.apply(transaction)
+    }
+}
