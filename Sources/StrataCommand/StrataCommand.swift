@@ -3,20 +3,29 @@ import Strata
 /// The `strata` command-line tool, as a library so that tests drive it in-process.
 ///
 /// `run` takes the arguments after the program name and returns the exit status:
-/// `0` success, `1` a runtime error, `2` a usage error.
+/// `0` success, `1` a runtime error (store, data, predicate), `2` a usage error. Errors go
+/// to standard error, the first line naming the culprit.
 public enum StrataCommand {
     /// The tool's version.
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 
-    /// The subcommands this build provides.
-    static let available: [(name: String, summary: String)] = [
-        ("help", "show this help, or `strata help COMMAND` for one command"),
-        ("version", "print the tool's version"),
+    /// One subcommand.
+    struct Command: Sendable {
+        var name: String
+        var usage: String
+        var summary: String
+        var help: String
+        var options: Set<String> = []
+        var flags: Set<String> = []
+        var run: @Sendable (Arguments, Output) async throws -> Int32
+    }
+
+    static let commands: [Command] = [
+        StoreCommands.create, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
     ]
 
     /// The subcommands of the documented interface that this build does not provide yet.
-    static let planned = ["create", "import", "query", "aggregate", "update", "delete", "dump", "info", "verify",
-                          "compact", "migrate", "schema", "history"]
+    static let planned = ["import", "query", "aggregate", "update", "delete", "dump", "migrate", "schema", "history"]
 
     /// Runs the tool.
     /// - Parameters:
@@ -24,41 +33,68 @@ public enum StrataCommand {
     ///   - output: receives standard output.
     ///   - errors: receives standard error.
     /// - Returns: the exit status.
-    public static func run(_ arguments: [String], output: (String) -> Void, errors: (String) -> Void) -> Int32 {
-        guard let command = arguments.first else {
-            output(usage)
+    public static func run(
+        _ arguments: [String], output: @escaping @Sendable (String) -> Void, errors: @escaping @Sendable (String) -> Void
+    ) async -> Int32 {
+        let out = Output(standard: output, error: errors)
+        guard let name = arguments.first else {
+            out.standard(usage)
             return 0
         }
-        switch command {
+        switch name {
         case "help", "--help", "-h":
-            if arguments.count > 1, planned.contains(arguments[1]) {
-                output("strata \(arguments[1]): not available in this build of strata (\(version)).\n")
+            guard arguments.count > 1 else {
+                out.standard(usage)
                 return 0
             }
-            output(usage)
-            return 0
+            if let command = commands.first(where: { $0.name == arguments[1] }) {
+                out.standard("usage: \(command.usage)\n\n\(command.help)\n")
+                return 0
+            }
+            if planned.contains(arguments[1]) {
+                out.line("strata \(arguments[1]): not available in this build of strata (\(version)).")
+                return 0
+            }
+            out.errorLine("strata help: unknown command '\(arguments[1])'; run `strata help` for the commands")
+            return 2
         case "version", "--version":
-            output("strata \(version)\n")
+            out.line("strata \(version)")
             return 0
-        case _ where planned.contains(command):
-            errors("strata: '\(command)' is not available in this build of strata (\(version)); run `strata help` for what is\n")
-            return 2
         default:
-            errors("strata: unknown command '\(command)'; run `strata help` for the commands\n")
+            break
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            if planned.contains(name) {
+                out.errorLine("strata: '\(name)' is not available in this build of strata (\(version)); run `strata help` for what is")
+            } else {
+                out.errorLine("strata: unknown command '\(name)'; run `strata help` for the commands")
+            }
             return 2
+        }
+        do {
+            let parsed = try Arguments(Array(arguments.dropFirst()), options: command.options, flags: command.flags)
+            return try await command.run(parsed, out)
+        } catch let error as Arguments.UsageError {
+            out.errorLine("strata \(name): \(error.message)")
+            out.errorLine("usage: \(command.usage)")
+            return 2
+        } catch let error as StoreError {
+            out.errorLine("strata \(name): \(error)")
+            return 1
+        } catch let error as SchemaError {
+            out.errorLine("strata \(name): \(error)")
+            return 1
+        } catch {
+            out.errorLine("strata \(name): \(error)")
+            return 1
         }
     }
 
     static var usage: String {
-        var text = "usage: strata COMMAND [ARGUMENTS]\n\nCommands available in this build:\n"
-        for (name, summary) in available { text += "  \(name.padding(8))  \(summary)\n" }
-        text += "\nNot available yet: \(planned.joined(separator: ", ")).\n"
+        var text = "usage: strata COMMAND [ARGUMENTS]\n\nCommands:\n"
+        let rows = commands.map { ["  " + $0.name, $0.summary] } + [["  help", "explain a command: strata help COMMAND"], ["  version", "print the tool's version"]]
+        text += columns(rows).joined(separator: "\n") + "\n"
+        text += "\nNot available in this build yet: \(planned.joined(separator: ", ")).\n"
         return text
-    }
-}
-
-extension String {
-    fileprivate func padding(_ width: Int) -> String {
-        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

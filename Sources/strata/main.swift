@@ -1,7 +1,7 @@
 import Foundation
 import StrataCommand
 
-let status = StrataCommand.run(
+let status = await StrataCommand.run(
     Array(CommandLine.arguments.dropFirst()),
     output: { FileHandle.standardOutput.write(Data($0.utf8)) },
     errors: { FileHandle.standardError.write(Data($0.utf8)) })

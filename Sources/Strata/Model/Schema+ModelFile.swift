@@ -40,13 +40,15 @@ extension Schema {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw SchemaError("cannot read the model file \(path): \(error.localizedDescription)")
+            var failure = SchemaError("cannot read the model file: \(error.localizedDescription)")
+            failure.file = path
+            throw failure
         }
         do {
             try self.init(modelFile: data)
         } catch {
             var located = error
-            located.message = "in \(path): " + error.message
+            located.file = path
             throw located
         }
     }

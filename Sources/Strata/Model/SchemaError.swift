@@ -4,6 +4,8 @@
 /// schema "Songbook": entity "Album", relationship "artist": inverse "albums" on "Artist" points back to "Song", not "Album"
 /// ```
 public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The model file, when the schema was read from one.
+    public var file: String?
     /// The schema's name, when known.
     public var schema: String?
     /// The entity at fault, if the problem is inside one.
@@ -23,6 +25,7 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         var parts: [String] = []
+        if let file { parts.append(file) }
         if let schema { parts.append("schema \"\(schema)\"") }
         if let entity { parts.append("entity \"\(entity)\"") }
         if let property { parts.append("property \"\(property)\"") }

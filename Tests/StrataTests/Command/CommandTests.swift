@@ -1,33 +1,162 @@
+import Foundation
+import Synchronization
 import Testing
+@testable import Strata
 @testable import StrataCommand
 
+/// Runs the tool in-process and captures what it prints.
+func runTool(_ arguments: [String]) async -> (status: Int32, output: String, errors: String) {
+    let output = Mutex(""), errors = Mutex("")
+    let status = await StrataCommand.run(arguments, output: { text in output.withLock { $0 += text } },
+                                         errors: { text in errors.withLock { $0 += text } })
+    return (status, output.withLock { $0 }, errors.withLock { $0 })
+}
+
 @Suite struct CommandTests {
-    func run(_ arguments: [String]) -> (status: Int32, output: String, errors: String) {
-        var output = "", errors = ""
-        let status = StrataCommand.run(arguments, output: { output += $0 }, errors: { errors += $0 })
-        return (status, output, errors)
-    }
-
-    @Test func helpListsOnlyWhatExists() {
-        let result = run(["help"])
+    @Test func helpListsCommandsAndWhatIsMissing() async {
+        let result = await runTool(["help"])
         #expect(result.status == 0)
-        #expect(result.output.contains("Commands available in this build:\n  help"))
-        #expect(result.output.contains("Not available yet: create"))
+        #expect(result.output.contains("  create   create an empty store"))
+        #expect(result.output.contains("Not available in this build yet: import"))
+        let create = await runTool(["help", "create"])
+        #expect(create.output.hasPrefix("usage: strata create STORE --model MODEL.json"))
+        #expect(create.output.contains("example:"))
     }
 
-    @Test func plannedCommandsSayTheyAreMissing() {
-        let result = run(["query", "/tmp/x", "--entity", "Artist"])
+    @Test func plannedCommandsSayTheyAreMissing() async {
+        let result = await runTool(["query", "/tmp/x", "--entity", "Artist"])
         #expect(result.status == 2)
         #expect(result.errors.hasPrefix("strata: 'query' is not available in this build"))
     }
 
-    @Test func unknownCommandIsAUsageError() {
-        let result = run(["frobnicate"])
-        #expect(result.status == 2)
-        #expect(result.errors.contains("unknown command 'frobnicate'"))
+    @Test func usageErrorsExitTwoWithTheUsageLine() async {
+        let unknown = await runTool(["frobnicate"])
+        #expect(unknown.status == 2 && unknown.errors.contains("unknown command 'frobnicate'"))
+        let missing = await runTool(["create", "/tmp/nowhere"])
+        #expect(missing.status == 2)
+        #expect(missing.errors == "strata create: --model is required\nusage: strata create STORE --model MODEL.json\n")
+        let option = await runTool(["info", "/tmp/x", "--colour", "red"])
+        #expect(option.status == 2 && option.errors.hasPrefix("strata info: unknown option --colour"))
+        let format = await runTool(["info", "/tmp/x", "--format", "xml"])
+        #expect(format.status == 2 && format.errors.hasPrefix("strata info: --format must be one of text, json, not 'xml'"))
     }
 
-    @Test func version() {
-        #expect(run(["--version"]).output == "strata \(StrataCommand.version)\n")
+    @Test func version() async {
+        #expect(await runTool(["--version"]).output == "strata \(StrataCommand.version)\n")
+    }
+}
+
+@Suite struct StoreCommandTests {
+    let directory = TemporaryDirectory("strata-cli")
+    var store: String { directory.appending("songs.strata") }
+
+    func writeModel() throws -> String {
+        let path = directory.appending("model.json")
+        try Fixtures.songbook.modelFileJSON.prettyText.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func populate() async throws {
+        let store = try Store.open(at: self.store)
+        let artists = store.allocateObjectIDs(for: "Artist", count: 3)
+        for (i, id) in artists.enumerated() {
+            try await store.commit(ChangeSet(author: "test", inserted: [
+                RowImage(id: id, values: [.int(Int64(i + 1)), .string("A\(i)"), .date(Date(timeIntervalSince1970: 0)), .objects([])]),
+            ]))
+        }
+        await store.close()
+    }
+
+    @Test func createInfoVerifyCompact() async throws {
+        defer { directory.remove() }
+        let model = try writeModel()
+        let created = await runTool(["create", store, "--model", model])
+        #expect(created.status == 0, "\(created.errors)")
+        #expect(created.output.hasPrefix("created \(store): schema \"Songbook\" version 1, 3 entities, fingerprint \(Fixtures.songbook.fingerprint)"))
+        try await populate()
+
+        let info = await runTool(["info", store])
+        #expect(info.status == 0)
+        #expect(info.output.contains("transactions: 3\n"))
+        #expect(info.output.contains("objects:      3\n"))
+        #expect(info.output.contains("  Artist  3\n"))
+        let json = try JSON.parse(await runTool(["info", store, "--format", "json"]).output)
+        #expect(json["totalObjects"] == .int(3))
+        #expect(json["objects"]?["Artist"] == .int(3))
+        #expect(json["schema"]?["fingerprint"] == .string(Fixtures.songbook.fingerprint.description))
+
+        let verified = await runTool(["verify", store])
+        #expect(verified.status == 0, "\(verified.errors)")
+        #expect(verified.output.hasPrefix("ok: \(store): 3 transactions, 3 objects;"))
+
+        let compacted = await runTool(["compact", store])
+        #expect(compacted.status == 0, "\(compacted.errors)")
+        #expect(compacted.output.contains("checkpoint through transaction 3, 3 objects"))
+        let after = await runTool(["info", store, "--format", "json"])
+        #expect(try JSON.parse(after.output)["checkpoint"] == .int(3))
+        #expect(await runTool(["verify", store]).status == 0)
+    }
+
+    @Test func createRefusesAnExistingStoreAndABadModel() async throws {
+        defer { directory.remove() }
+        let model = try writeModel()
+        #expect(await runTool(["create", store, "--model", model]).status == 0)
+        let again = await runTool(["create", store, "--model", model])
+        #expect(again.status == 1)
+        #expect(again.errors.hasPrefix("strata create: alreadyExists: \(store) is not empty"))
+        let bad = directory.appending("bad.json")
+        try #"{"name":"S","entities":[{"name":"A","attributes":[{"name":"x","type":"integer"}]}]}"#
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = await runTool(["create", directory.appending("other.strata"), "--model", bad])
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("entity \"A\", property \"x\": unknown type \"integer\""))
+    }
+
+    @Test func verifyNamesDamageByFileAndOffset() async throws {
+        defer { directory.remove() }
+        #expect(await runTool(["create", store, "--model", try writeModel()]).status == 0)
+        try await populate()
+        // Flip a byte inside the first transaction record: later records are intact.
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: store).first { $0.hasPrefix("journal-") })
+        let path = store + "/" + segment
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let firstRecord = try #require(Self.offsetOfTransaction(1, in: bytes))
+        bytes[firstRecord + 12] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let result = await runTool(["verify", store])
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("strata verify: corrupted: checksum mismatch"))
+        #expect(result.errors.contains("[\(path), offset \(firstRecord), transaction 1]"))
+    }
+
+    @Test func verifyNamesABrokenInverseByObjectAndKey() async throws {
+        defer { directory.remove() }
+        #expect(await runTool(["create", store, "--model", try writeModel()]).status == 0)
+        // The journal stores what it is given; the store would refuse this transaction.
+        var state = ReplayedState()
+        let journal = try Journal.open(at: store, replayingInto: &state)
+        try await journal.append(TransactionRecord(number: 1, inserted: [
+            RowImage(id: ObjectID(entity: "Album", number: 1),
+                     values: [.int(1), .string("x"), .null, .bool(false), .object(ObjectID(entity: "Artist", number: 9)), .objects([])]),
+        ]))
+        await journal.close()
+        let result = await runTool(["verify", store])
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("strata verify: Album/1.artist: refers to Artist/9, which does not exist"))
+    }
+
+    /// The offset of the frame of transaction `number` in a segment's bytes.
+    static func offsetOfTransaction(_ number: UInt64, in bytes: [UInt8]) -> Int? {
+        var offset = 8
+        var seen = 0
+        while offset + 9 <= bytes.count {
+            let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            if bytes[offset + 8] == 3 {
+                seen += 1
+                if seen == Int(number) { return offset }
+            }
+            offset += 9 + length
+        }
+        return nil
     }
 }
