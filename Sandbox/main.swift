@@ -1,16 +1,122 @@
 import Foundation
+import Strata
 
-// The sandbox runs one deterministic workload through every stack preset and reports what
-// each costs the main actor. The scenarios are built on the store, context and stack
-// layers; until they exist this executable says so rather than printing made-up figures.
+// The sandbox: runs deterministic workloads through the library and reports what they
+// cost, as a table on stdout (progress on stderr) and, with --json, as JSON. The stack
+// scenarios (shootout and the rest) arrive with the context and stack layers; `sandbox
+// list` says which scenarios this build has.
 
-let message = """
-    sandbox: no scenarios are available in this build yet.
-    The scenarios (shootout, editor-cancel, edit-during-import, concurrent-writers,
-    merge-scaling, fanout, durability, cold-open) arrive with the store, context and stack
-    layers. The journal's own measurements are in Benchmarks/:
-        swift run -c release strata-benchmarks
+let scenarios: [any Scenario] = [DurabilityScenario(), ColdOpenScenario()]
+let planned = ["shootout", "editor-cancel", "edit-during-import", "concurrent-writers", "merge-scaling", "fanout"]
 
-    """
-FileHandle.standardError.write(Data(message.utf8))
-exit(CommandLine.arguments.dropFirst().first == "list" ? 0 : 2)
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("sandbox: \(message)\n".utf8))
+    exit(status)
+}
+
+func printLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+
+/// The command line, parsed and run.
+@MainActor
+enum SandboxMain {
+    static func run() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+
+        if arguments.first == "--probe-open", arguments.count == 2 {
+            do { try ColdOpenScenario.probeOpen(arguments[1]) } catch { fail("\(error)", status: 1) }
+            exit(0)
+        }
+
+        if arguments.first == "list" {
+            for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
+            for name in planned { printLine("\(name.padding(toLength: 20, withPad: " ", startingAt: 0)) (not in this build yet)") }
+            printLine("stacks: none in this build yet (main-parent, nested, shared-coordinator, separate-coordinators, hybrid arrive with the stack layer)")
+            exit(0)
+        }
+
+        var chosen: [any Scenario] = []
+        var options = ScenarioOptions()
+        var jsonPath: String?
+        var explicitObjects = false
+        if let first = arguments.first, !first.hasPrefix("--") {
+            if let scenario = scenarios.first(where: { $0.name == first }) {
+                chosen = [scenario]
+            } else if planned.contains(first) {
+                fail("scenario '\(first)' is not in this build yet; `sandbox list` shows what is")
+            } else {
+                fail("unknown scenario '\(first)'; `sandbox list` shows the scenarios")
+            }
+            arguments.removeFirst()
+        }
+        var index = 0
+        func value() -> String {
+            index += 1
+            guard index < arguments.count else { fail("\(arguments[index - 1]) needs a value") }
+            return arguments[index]
+        }
+        func integer() -> Int {
+            let text = value()
+            guard let n = Int(text), n > 0 else { fail("\(arguments[index - 1]) needs a positive whole number, not '\(text)'") }
+            return n
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--objects": options.objects = integer(); explicitObjects = true
+            case "--save-every": options.saveEvery = integer()
+            case "--runs": options.runs = integer()
+            case "--seed": options.seed = UInt64(integer())
+            case "--json": jsonPath = value()
+            case "--stacks":
+                let stacks = value()
+                fail("--stacks \(stacks): no stack presets are in this build yet; the durability and cold-open scenarios use the store directly")
+            case "--html": fail("--html is not available in this build yet; use --json")
+            default: fail("unknown option \(arguments[index]); usage: sandbox [SCENARIO] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE]")
+            }
+            index += 1
+        }
+
+        // With no scenario named, run the default comparison at a size that finishes in about a minute.
+        var plan: [(any Scenario, ScenarioOptions)] = []
+        if chosen.isEmpty {
+            var small = options
+            small.objects = explicitObjects ? options.objects : nil
+            plan.append((DurabilityScenario(), small))
+            var open = options
+            open.objects = explicitObjects ? options.objects : 100_000
+            plan.append((ColdOpenScenario(), open))
+        } else {
+            plan = chosen.map { ($0, options) }
+        }
+
+        var reports: [ScenarioReport] = []
+        for (scenario, scenarioOptions) in plan {
+            do {
+                let report = try await scenario.run(scenarioOptions) { FileHandle.standardError.write(Data("… \($0)\n".utf8)) }
+                reports.append(report)
+                printLine("\n\(report.scenario)")
+                for line in columnsText(report.table) { printLine("  " + line) }
+                printLine("  → \(report.verdict)")
+            } catch {
+                fail("\(scenario.name): \(error)", status: 1)
+            }
+        }
+        if let jsonPath {
+            let json: JSON = reports.count == 1 ? reports[0].json : .array(reports.map(\.json))
+            do {
+                try json.prettyText.write(toFile: jsonPath, atomically: true, encoding: .utf8)
+            } catch {
+                fail("cannot write \(jsonPath): \(error)", status: 1)
+            }
+        }
+    }
+}
+
+func columnsText(_ rows: [[String]]) -> [String] {
+    let widths = (0..<(rows.map(\.count).max() ?? 0)).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
+    return rows.map { row in
+        row.enumerated().map { c, cell in c == 0 ? cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+            : String(repeating: " ", count: widths[c] - cell.count) + cell }.joined(separator: "  ")
+    }
+}
+
+await SandboxMain.run()

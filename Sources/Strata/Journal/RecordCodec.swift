@@ -3,37 +3,53 @@ import Foundation
 /// Encodes and decodes the payloads of transaction and checkpoint records for one schema,
 /// checking every value against its property: what is written is valid, and what is read
 /// is either valid or a ``DecodeFailure`` — never a crash, never an unbounded allocation.
-struct RecordCodec: Sendable {
+final class RecordCodec: Sendable {
     let schema: Schema
     let seed: UInt32
+    private let layout: SchemaLayout
     private let entityNames: [String]
 
     init(schema: Schema, storeID: UUID) {
         self.schema = schema
         self.seed = RecordFormat.seed(for: storeID)
+        self.layout = schema.layout
         self.entityNames = schema.entities.map(\.name)
     }
 
     // MARK: - Checking values
 
-    /// What is wrong with `value` as the value of `property`, or `nil` when it fits.
-    static func mismatch(_ value: Value, for property: Entity.Property) -> String? {
-        switch property {
-        case .attribute(let a):
-            if value.isNull || value.attributeType == a.type { return nil }
-            return "\(value) is not \(a.type.article) \(a.type.rawValue)"
-        case .relationship(let r):
+    /// What is wrong with `value` as the value of a property of this kind, or `nil` when it fits.
+    static func mismatch(_ value: Value, for kind: SchemaLayout.Kind, in layout: SchemaLayout) -> String? {
+        switch kind {
+        case .attribute(let type):
+            if value.isNull || value.attributeType == type { return nil }
+            return "\(value) is not \(type.article) \(type.rawValue)"
+        case .toOne(let destination):
             switch value {
-            case .null where !r.isToMany: return nil
-            case .object(let id) where !r.isToMany:
-                return id.entity == r.destination ? nil : "\(id) is not an object of \(r.destination)"
-            case .objects(let ids) where r.isToMany:
-                if let wrong = ids.first(where: { $0.entity != r.destination }) { return "\(wrong) is not an object of \(r.destination)" }
-                return nil
-            default:
-                return r.isToMany ? "a to-many relationship holds a list of object IDs, not \(value)"
-                    : "a to-one relationship holds an object ID or nil, not \(value)"
+            case .null: return nil
+            case .object(let id):
+                return id.entity == layout.entities[destination].name ? nil : "\(id) is not an object of \(layout.entities[destination].name)"
+            default: return "a to-one relationship holds an object ID or nil, not \(value)"
             }
+        case .toMany(let destination):
+            guard case .objects(let ids) = value else { return "a to-many relationship holds a list of object IDs, not \(value)" }
+            let name = layout.entities[destination].name
+            if let wrong = ids.first(where: { $0.entity != name }) { return "\(wrong) is not an object of \(name)" }
+            return nil
+        }
+    }
+
+    /// Whether a decoded value fits a property of this kind (the fast check replay uses).
+    @inline(__always)
+    private func fits(_ value: Value, _ kind: SchemaLayout.Kind) -> Bool {
+        switch (kind, value) {
+        case (.attribute, .null), (.toOne, .null): return true
+        case (.attribute(let type), _): return value.attributeType == type
+        case (.toOne(let destination), .object(let id)): return id.entity == layout.entities[destination].name
+        case (.toMany(let destination), .objects(let ids)):
+            let name = layout.entities[destination].name
+            return ids.allSatisfy { $0.entity == name }
+        default: return false
         }
     }
 
@@ -41,25 +57,23 @@ struct RecordCodec: Sendable {
         StoreError(.invalidTransaction, message, transaction: transaction)
     }
 
-    private func entity(of id: ObjectID, _ transaction: UInt64?) throws(StoreError) -> (Int, Entity) {
-        guard let index = schema.entityIndex(named: id.entity) else {
+    private func entity(of id: ObjectID, _ transaction: UInt64?) throws(StoreError) -> SchemaLayout.EntityLayout {
+        guard let index = layout.entityIndexes[id.entity] else {
             throw invalid("\(id): the schema has no entity \"\(id.entity)\"; its entities are \(entityNames)", transaction)
         }
         guard id.number > 0 else { throw invalid("\(id): object numbers start at 1", transaction) }
-        return (index, schema.entities[index])
+        return layout.entities[index]
     }
 
     /// Checks a row against the schema.
     func validate(_ row: RowImage, transaction: UInt64?) throws(StoreError) {
-        let (_, entity) = try entity(of: row.id, transaction)
+        let entity = try entity(of: row.id, transaction)
         guard row.values.count == entity.propertyCount else {
             throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", transaction)
         }
-        for (i, value) in row.values.enumerated() {
-            let property = entity.property(at: i)
-            if let problem = Self.mismatch(value, for: property) {
-                throw invalid("\(row.id), key \"\(property.name)\": \(problem)", transaction)
-            }
+        for (i, value) in row.values.enumerated() where !fits(value, entity.kinds[i]) {
+            let problem = Self.mismatch(value, for: entity.kinds[i], in: layout) ?? "does not fit"
+            throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", transaction)
         }
     }
 
@@ -67,16 +81,16 @@ struct RecordCodec: Sendable {
     func validate(_ record: TransactionRecord) throws(StoreError) {
         for row in record.inserted { try validate(row, transaction: record.number) }
         for update in record.updated {
-            let (_, entity) = try entity(of: update.id, record.number)
+            let entity = try entity(of: update.id, record.number)
             var previous = -1
             for change in update.changes {
                 guard change.index > previous, change.index < entity.propertyCount else {
                     throw invalid("\(update.id): property index \(change.index) is out of range or out of order (\(entity.name) has \(entity.propertyCount) properties)", record.number)
                 }
                 previous = change.index
-                let property = entity.property(at: change.index)
-                if let problem = Self.mismatch(change.value, for: property) {
-                    throw invalid("\(update.id), key \"\(property.name)\": \(problem)", record.number)
+                if !fits(change.value, entity.kinds[change.index]) {
+                    let problem = Self.mismatch(change.value, for: entity.kinds[change.index], in: layout) ?? "does not fit"
+                    throw invalid("\(update.id), key \"\(entity.propertyNames[change.index])\": \(problem)", record.number)
                 }
             }
         }
@@ -86,7 +100,7 @@ struct RecordCodec: Sendable {
     // MARK: - Encoding
 
     private func entityIndex(_ name: String) -> Int {
-        guard let index = schema.entityIndex(named: name) else {
+        guard let index = layout.entityIndexes[name] else {
             preconditionFailure("entity \"\(name)\" is not in schema \"\(schema.name)\"; validate records before encoding")
         }
         return index
@@ -123,14 +137,7 @@ struct RecordCodec: Sendable {
 
     // MARK: - Decoding
 
-    private func entityName(_ index: Int) throws(DecodeFailure) -> String {
-        guard index < entityNames.count else {
-            throw DecodeFailure(offset: 0, reason: "unknown entity index \(index) (the schema has \(entityNames.count) entities)")
-        }
-        return entityNames[index]
-    }
-
-    private func readID(_ r: inout ByteReader) throws(DecodeFailure) -> (ObjectID, Entity) {
+    private func readID(_ r: inout ByteReader) throws(DecodeFailure) -> (ObjectID, Int) {
         let start = r.offset
         let index = try r.readCount("an entity index", limit: Int(Int32.max))
         guard index < entityNames.count else {
@@ -139,23 +146,26 @@ struct RecordCodec: Sendable {
         let numberAt = r.offset
         let number = try r.readVarint()
         guard number > 0 else { throw DecodeFailure(offset: numberAt, reason: "object number 0") }
-        return (ObjectID(entity: entityNames[index], number: number), schema.entities[index])
+        return (ObjectID(entity: entityNames[index], number: number), index)
     }
 
-    private func readValue(_ r: inout ByteReader, for property: Entity.Property, of id: ObjectID) throws(DecodeFailure) -> Value {
+    private func readValue(_ r: inout ByteReader, entity: Int, property: Int, of id: ObjectID) throws(DecodeFailure) -> Value {
         let start = r.offset
-        let value = try r.readValue(entityName: entityName)
-        if let problem = Self.mismatch(value, for: property) {
-            throw DecodeFailure(offset: start, reason: "\(id), key \"\(property.name)\": \(problem)")
+        let value = try r.readValue(names: entityNames)
+        let kind = layout.entities[entity].kinds[property]
+        guard fits(value, kind) else {
+            let problem = Self.mismatch(value, for: kind, in: layout) ?? "does not fit"
+            throw DecodeFailure(offset: start, reason: "\(id), key \"\(layout.entities[entity].propertyNames[property])\": \(problem)")
         }
         return value
     }
 
     func readRow(_ r: inout ByteReader) throws(DecodeFailure) -> RowImage {
         let (id, entity) = try readID(&r)
+        let count = layout.entities[entity].propertyCount
         var values: [Value] = []
-        values.reserveCapacity(entity.propertyCount)
-        for i in 0..<entity.propertyCount { values.append(try readValue(&r, for: entity.property(at: i), of: id)) }
+        values.reserveCapacity(count)
+        for i in 0..<count { values.append(try readValue(&r, entity: entity, property: i, of: id)) }
         return RowImage(id: id, values: values)
     }
 
@@ -174,16 +184,17 @@ struct RecordCodec: Sendable {
         updated.reserveCapacity(updatedCount)
         for _ in 0..<updatedCount {
             let (id, entity) = try readID(&r)
-            let changeCount = try r.readCount("a change count", limit: min(entity.propertyCount, r.remaining / 2))
+            let propertyCount = layout.entities[entity].propertyCount
+            let changeCount = try r.readCount("a change count", limit: min(propertyCount, r.remaining / 2))
             var changes: [PropertyChange] = []
             changes.reserveCapacity(changeCount)
             var previous = -1
             for _ in 0..<changeCount {
                 let at = r.offset
-                let index = try r.readCount("a property index", limit: entity.propertyCount - 1)
+                let index = try r.readCount("a property index", limit: propertyCount - 1)
                 guard index > previous else { throw DecodeFailure(offset: at, reason: "\(id): property indexes out of order") }
                 previous = index
-                changes.append(PropertyChange(index: index, value: try readValue(&r, for: entity.property(at: index), of: id)))
+                changes.append(PropertyChange(index: index, value: try readValue(&r, entity: entity, property: index, of: id)))
             }
             updated.append(RowUpdate(id: id, changes: changes))
         }

@@ -35,7 +35,8 @@ public struct Schema: Sendable, Hashable {
     /// version and `renamedFrom` hints do not count: they describe history, not shape.
     public let fingerprint: SchemaFingerprint
 
-    private let entityIndexes: [String: Int]
+    /// The schema flattened for encoding, decoding and checking.
+    let layout: SchemaLayout
 
     /// Creates and validates a schema.
     /// - Throws: ``SchemaError`` naming the entity and property at fault.
@@ -43,23 +44,21 @@ public struct Schema: Sendable, Hashable {
         self.name = name
         self.version = version
         self.entities = entities
-        var indexes: [String: Int] = [:]
-        for (i, entity) in entities.enumerated() {
-            guard indexes.updateValue(i, forKey: entity.name) == nil else {
-                throw SchemaError(schema: name, entity: entity.name, "the entity name is used twice; rename one")
-            }
+        var names = Set<String>()
+        for entity in entities where !names.insert(entity.name).inserted {
+            throw SchemaError(schema: name, entity: entity.name, "the entity name is used twice; rename one")
         }
-        self.entityIndexes = indexes
+        self.layout = SchemaLayout(entities)
         self.fingerprint = SchemaFingerprint(of: entities)
         try validate()
     }
 
     /// The storage index of the entity with this name, if any.
-    public func entityIndex(named name: String) -> Int? { entityIndexes[name] }
+    public func entityIndex(named name: String) -> Int? { layout.entityIndexes[name] }
 
     /// The entity with this name, if any.
     public func entity(named name: String) -> Entity? {
-        entityIndexes[name].map { entities[$0] }
+        layout.entityIndexes[name].map { entities[$0] }
     }
 
     public static func == (lhs: Schema, rhs: Schema) -> Bool {

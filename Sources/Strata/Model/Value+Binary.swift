@@ -37,9 +37,9 @@ extension ByteWriter {
 }
 
 extension ByteReader {
-    /// Decodes a tagged value. `entityName` maps a storage index to an entity name and
-    /// throws for an index the schema does not have.
-    mutating func readValue(entityName: (Int) throws(DecodeFailure) -> String) throws(DecodeFailure) -> Value {
+    /// Decodes a tagged value. `names` maps an entity's storage index to its name; an index
+    /// past its end is a decoding failure.
+    mutating func readValue(names: [String]) throws(DecodeFailure) -> Value {
         let tagOffset = offset
         let raw = try readByte()
         guard let tag = ValueTag(rawValue: raw) else {
@@ -55,20 +55,24 @@ extension ByteReader {
         case .date: return .date(Date(timeIntervalSinceReferenceDate: try readDouble()))
         case .data: return .data(try readData())
         case .uuid: return .uuid(try readUUID())
-        case .object: return .object(try readObjectID(entityName: entityName))
+        case .object: return .object(try readObjectID(names: names))
         case .objects:
             // Each ID takes at least two bytes, which bounds the count before allocating.
             let count = try readCount("a to-many count", limit: remaining / 2)
             var ids: [ObjectID] = []
             ids.reserveCapacity(count)
-            for _ in 0..<count { ids.append(try readObjectID(entityName: entityName)) }
+            for _ in 0..<count { ids.append(try readObjectID(names: names)) }
             return .objects(ids)
         }
     }
 
-    mutating func readObjectID(entityName: (Int) throws(DecodeFailure) -> String) throws(DecodeFailure) -> ObjectID {
+    mutating func readObjectID(names: [String]) throws(DecodeFailure) -> ObjectID {
+        let at = offset
         let index = try readCount("an entity index", limit: Int(Int32.max))
-        let name = try entityName(index)
+        guard index < names.count else {
+            throw DecodeFailure(offset: at, reason: "unknown entity index \(index) (the schema has \(names.count) entities)")
+        }
+        let name = names[index]
         let numberOffset = offset
         let number = try readVarint()
         guard number > 0 else { throw DecodeFailure(offset: numberOffset, reason: "object number 0 of \(name)") }

@@ -99,7 +99,13 @@ public struct Generation: Sendable {
     }
 
     func uniqueAttributeIndex(_ entity: Int) -> Int? {
-        uniqueIndexes[entity] == nil ? nil : schema.entities[entity].attributes.firstIndex(where: \.isUnique)
+        schema.layout.entities[entity].uniqueAttribute
+    }
+
+    /// Whether the object exists in this generation.
+    public func contains(_ id: ObjectID) -> Bool {
+        guard let entity = schema.entityIndex(named: id.entity) else { return false }
+        return tables[entity][id.number] != nil
     }
 
     /// Applies a transaction the journal accepted (already validated).
@@ -132,13 +138,13 @@ extension Generation: JournalReplayTarget, CheckpointSource {
     }
 
     public mutating func apply(_ transaction: TransactionRecord) throws(ReplayError) {
-        for row in transaction.inserted where object(row.id) != nil {
+        for row in transaction.inserted where contains(row.id) {
             throw ReplayError("transaction \(transaction.number) inserts \(row.id), which already exists")
         }
-        for update in transaction.updated where object(update.id) == nil {
+        for update in transaction.updated where !contains(update.id) {
             throw ReplayError("transaction \(transaction.number) updates \(update.id), which does not exist")
         }
-        for id in transaction.deleted where object(id) == nil {
+        for id in transaction.deleted where !contains(id) {
             throw ReplayError("transaction \(transaction.number) deletes \(id), which does not exist")
         }
         applyValidated(transaction)

@@ -1,0 +1,94 @@
+import Foundation
+import Strata
+import Synchronization
+
+/// The same small-save workload under each durability, with 1 and 4 concurrent writers:
+/// saves per second, latency, and how many fsyncs each save cost (group commit).
+struct DurabilityScenario: Scenario {
+    let name = "durability"
+    let summary = "small saves under .full, .relaxed, .none with 1 and 4 writers: saves/s, latency p50/p99, fsyncs per save"
+
+    func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
+        let saves = options.objects ?? 400
+        var results: [JSON] = []
+        var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save"]]
+        var fullRates: [Int: Double] = [:]
+        for durability in [Durability.full, .relaxed, .none] {
+            for writers in [1, 4] {
+                progress("durability: \(durability.rawValue), \(writers) writer(s), \(saves) saves × \(options.runs) runs")
+                var rates: [Double] = []
+                var latencies: [Double] = []
+                var syncsPerSave: [Double] = []
+                for run in 0..<options.runs {
+                    let outcome = try await measure(durability: durability, writers: writers, saves: saves, seed: options.seed &+ UInt64(run))
+                    rates.append(outcome.rate)
+                    latencies += outcome.latencies
+                    syncsPerSave.append(outcome.syncsPerSave)
+                }
+                let rate = Measure.median(rates)
+                if durability == .full { fullRates[writers] = rate }
+                let p50 = Measure.quantile(latencies, 0.5) * 1000, p99 = Measure.quantile(latencies, 0.99) * 1000
+                let syncs = Measure.median(syncsPerSave)
+                results.append(.object([
+                    ("durability", .string(durability.rawValue)), ("writers", .int(Int64(writers))),
+                    ("savesPerSecond", number(rate, decimals: 1)),
+                    ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
+                    ("fsyncsPerSave", number(syncs)),
+                ]))
+                table.append([durability.rawValue, String(writers), format(rate), format(p50), format(p99), format(syncs)])
+            }
+        }
+        let ratio = (fullRates[4] ?? 0) / max(fullRates[1] ?? 1, 1e-9)
+        let verdict = "group commit: 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed"))"
+        return ScenarioReport(scenario: name, objects: saves, saveEvery: 1, runs: options.runs, results: results, table: table, verdict: verdict)
+    }
+
+    struct Outcome {
+        var rate: Double
+        var latencies: [Double]
+        var syncsPerSave: Double
+    }
+
+    private func measure(durability: Durability, writers: Int, saves: Int, seed: UInt64) async throws -> Outcome {
+        let directory = Measure.temporaryDirectory("durability")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Store.create(at: directory + "/store", schema: Workload.schema,
+                                     configuration: .init(durability: durability))
+        let perWriter = saves / writers
+        let keys = Counter()
+        let start = Measure.now()
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for _ in 0..<writers {
+                group.addTask {
+                    var latencies: [Double] = []
+                    latencies.reserveCapacity(perWriter)
+                    for _ in 0..<perWriter {
+                        let key = keys.next()
+                        let id = store.allocateObjectIDs(for: "Artist")[0]
+                        let begin = Measure.now()
+                        try await store.commit(ChangeSet(author: "writer", inserted: [
+                            RowImage(id: id, values: [.int(Int64(key)), .string("Artist \(key)"), .objects([])]),
+                        ]))
+                        latencies.append(Measure.seconds(since: begin))
+                    }
+                    return latencies
+                }
+            }
+            var all: [Double] = []
+            for try await part in group { all += part }
+            return all
+        }
+        let elapsed = Measure.seconds(since: start)
+        let statistics = store.journal.statistics
+        await store.close()
+        let count = perWriter * writers
+        return Outcome(rate: Double(count) / elapsed, latencies: latencies,
+                       syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)))
+    }
+}
+
+/// A shared counter for the writers' unique keys.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func next() -> Int { value.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Timing and memory helpers.
+enum Measure {
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
+
+    /// The value at a quantile of a sorted copy of `values` (nearest rank).
+    static func quantile(_ values: [Double], _ q: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = min(sorted.count - 1, max(0, Int((q * Double(sorted.count)).rounded(.up)) - 1))
+        return sorted[rank]
+    }
+
+    static func median(_ values: [Double]) -> Double { quantile(values, 0.5) }
+
+    /// A field of `/proc/self/status` in kilobytes (VmHWM: peak resident; VmRSS: resident).
+    static func status(_ field: String) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
+    /// Total size of the files in a directory.
+    static func directorySize(_ path: String) -> Int64 {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.reduce(0) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? NSNumber)?.int64Value ?? 0)
+        }
+    }
+
+    static func temporaryDirectory(_ label: String) -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strata-sandbox-\(label)-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}

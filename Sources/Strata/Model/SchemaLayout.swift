@@ -1,0 +1,39 @@
+/// A schema flattened for the hot paths (encoding, decoding, replay, commit checks): per
+/// entity, one small trivially-copyable descriptor per property, so that reading a value
+/// costs no copies of names, arrays or options.
+final class SchemaLayout: Sendable {
+    /// What a stored value of a property must be.
+    enum Kind: Sendable, Hashable {
+        case attribute(AttributeType)
+        case toOne(destination: Int)
+        case toMany(destination: Int)
+    }
+
+    struct EntityLayout: Sendable {
+        let name: String
+        let attributeCount: Int
+        let kinds: [Kind]
+        let propertyNames: [String]
+        /// The storage index of the unique attribute, if any.
+        let uniqueAttribute: Int?
+        var propertyCount: Int { kinds.count }
+    }
+
+    let entities: [EntityLayout]
+    let entityIndexes: [String: Int]
+
+    init(_ entities: [Entity]) {
+        var indexes: [String: Int] = [:]
+        for (i, entity) in entities.enumerated() where indexes[entity.name] == nil { indexes[entity.name] = i }
+        entityIndexes = indexes
+        self.entities = entities.map { entity in
+            let kinds = entity.attributes.map { Kind.attribute($0.type) }
+                + entity.relationships.map { r -> Kind in
+                    let destination = indexes[r.destination] ?? -1
+                    return r.isToMany ? .toMany(destination: destination) : .toOne(destination: destination)
+                }
+            return EntityLayout(name: entity.name, attributeCount: entity.attributes.count, kinds: kinds,
+                                propertyNames: entity.propertyNames, uniqueAttribute: entity.attributes.firstIndex(where: \.isUnique))
+        }
+    }
+}
