@@ -67,7 +67,8 @@ extension Journal {
                     report.removedFiles.append(name)
                 }
                 if !replay.removals.isEmpty { try io.syncDirectory(path) }
-                if let torn = replay.report.tornTail {
+                // A last segment whose creation was interrupted is removed above, not cut.
+                if let torn = replay.report.tornTail, !replay.removals.contains(where: { StoreLayout.join(path, $0) == torn.path }) {
                     let fd = try io.open(torn.path, access: .readWrite, creation: .mustExist)
                     defer { io.close(fd) }
                     try io.truncate(fd, to: torn.offset)

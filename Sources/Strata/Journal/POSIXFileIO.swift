@@ -10,8 +10,8 @@ import Darwin
 ///
 /// Files are created with mode 0600 and directories with 0700; opening never follows a
 /// symbolic link in the last path component (`O_NOFOLLOW`); every descriptor is
-/// close-on-exec. Locks are `flock` locks, held by the open file, so a killed holder never
-/// leaves a stale lock.
+/// close-on-exec and numbered above the standard streams. Locks are `flock` locks, held by
+/// the open file, so a killed holder never leaves a stale lock.
 public struct POSIXFileIO: FileIO {
     /// Creates the real file system.
     public init() {}
@@ -30,9 +30,21 @@ public struct POSIXFileIO: FileIO {
         }
         while true {
             let fd = systemOpen(path, flags, 0o600)
-            if fd >= 0 { return FileDescriptor(rawValue: fd) }
+            if fd >= 0 { return FileDescriptor(rawValue: try aboveStandardStreams(fd, path: path)) }
             if errno != EINTR { throw fail("open", path) }
         }
+    }
+
+    /// Moves a descriptor numbered 0, 1 or 2 above them. Those numbers are free only when the
+    /// process was started with a standard stream closed, and a store file holding one would
+    /// receive whatever the program later prints or logs to that stream.
+    private func aboveStandardStreams(_ fd: Int32, path: String) throws(FileIOError) -> Int32 {
+        guard fd <= STDERR_FILENO else { return fd }
+        let moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)
+        let error = errno
+        _ = systemClose(fd)
+        guard moved >= 0 else { throw FileIOError(operation: "fcntl", path: path, errno: error) }
+        return moved
     }
 
     public func close(_ fd: FileDescriptor) {

@@ -1,0 +1,1 @@
+../../JournalWriter/Workload.swift
