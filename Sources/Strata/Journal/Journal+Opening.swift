@@ -71,13 +71,13 @@ extension Journal {
                 if let torn = replay.report.tornTail, !replay.removals.contains(where: { StoreLayout.join(path, $0) == torn.path }) {
                     let fd = try io.open(torn.path, access: .readWrite, creation: .mustExist)
                     defer { io.close(fd) }
-                    try io.truncate(fd, to: torn.offset)
+                    try io.retryingInterrupts { () throws(FileIOError) in try io.truncate(fd, to: torn.offset) }
                     try io.sync(fd)
                 }
                 if let last = segments.last {
                     let fd = try io.open(last.path, access: .readWrite, creation: .mustExist)
                     let size: Int64
-                    do throws(FileIOError) { size = try io.size(of: fd) } catch {
+                    do throws(FileIOError) { size = try io.retryingInterrupts { () throws(FileIOError) in try io.size(of: fd) } } catch {
                         io.close(fd)
                         throw error
                     }
@@ -362,7 +362,10 @@ struct StoreReplay {
                                         reason: "the segment's creation was interrupted (\(error.message))")
                 return true
             }
-            if error.code == .corrupted && storeID == nil && isLast && buffer.count < 4096 {
+            // An interrupted creation leaves at most a header and the schema record: allow
+            // for the schema's size when the caller names the schema.
+            let preambleLimit = 4096 + (expected?.modelFileJSON.text.utf8.count ?? 0)
+            if error.code == .corrupted && storeID == nil && isLast && buffer.count < preambleLimit {
                 throw StoreError(.notAStore, "the store's first journal segment is incomplete: its creation was interrupted. Remove \(directory) and create the store again",
                                  path: path)
             }

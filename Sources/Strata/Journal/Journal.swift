@@ -283,7 +283,7 @@ public final class Journal: Sendable {
             try io.writeAll(current.descriptor, batch, at: current.size, path: current.segment.path)
             if durability == .full { try io.sync(current.descriptor) }
         } catch {
-            throw StoreError(.poisoned, "appending transactions through \(last) failed: \(error)",
+            throw StoreError(.io, "appending transactions through \(last) failed: \(error)",
                              path: current.segment.path, offset: current.size, transaction: last, underlying: error)
         }
         current.size += Int64(batch.count)
@@ -329,7 +329,7 @@ public final class Journal: Sendable {
         do throws(FileIOError) {
             fd = try io.open(segmentPath, access: .readWrite, creation: .createExclusive)
         } catch {
-            throw StoreError(.poisoned, "creating a journal segment failed: \(error)", path: segmentPath, underlying: error)
+            throw StoreError(.io, "creating a journal segment failed: \(error)", path: segmentPath, underlying: error)
         }
         do throws(FileIOError) {
             try io.writeAll(fd, writer.bytes, at: 0, path: segmentPath)
@@ -339,7 +339,7 @@ public final class Journal: Sendable {
             }
         } catch {
             io.close(fd)
-            throw StoreError(.poisoned, "writing a new journal segment failed: \(error)", path: segmentPath, underlying: error)
+            throw StoreError(.io, "writing a new journal segment failed: \(error)", path: segmentPath, underlying: error)
         }
         return (Segment(firstTransaction: firstTransaction, path: segmentPath), fd, Int64(writer.count))
     }

@@ -50,7 +50,8 @@ struct StoreLock {
     /// Records this process's PID in the lock file (for the message other writers get).
     func recordHolder(io: any FileIO) {
         let text = Array("\(getpid())\n".utf8)
-        try? io.truncate(descriptor, to: 0)
+        // Only over an emptied file: never write into the middle of an old record.
+        guard (try? io.truncate(descriptor, to: 0)) != nil else { return }
         try? io.writeAll(descriptor, text, at: 0, path: path)
     }
 
