@@ -67,7 +67,8 @@ extension Journal {
                     report.removedFiles.append(name)
                 }
                 if !replay.removals.isEmpty { try io.syncDirectory(path) }
-                if let torn = replay.report.tornTail {
+                // A torn segment that was removed (its creation was interrupted) needs no cut.
+                if let torn = replay.report.tornTail, !replay.removals.contains(where: { StoreLayout.join(path, $0) == torn.path }) {
                     let fd = try io.open(torn.path, access: .readWrite, creation: .mustExist)
                     defer { io.close(fd) }
                     try io.truncate(fd, to: torn.offset)
@@ -352,7 +353,8 @@ struct StoreReplay {
             preamble = try readPreamble(buffer, kind: .segment, path: path)
         } catch {
             // A last segment whose creation was interrupted holds no transactions: drop it.
-            if isLast, error.code == .corrupted, storeID != nil, !containsTransaction(buffer, after: 0) {
+            // (An intact header of another store or schema is no interrupted creation.)
+            if isLast, error.code == .corrupted, storeID != nil, !hasForeignHeader(buffer), !containsTransaction(buffer, after: 0) {
                 removals.append(name)
                 report.tornTail = .init(path: path, offset: 0, discardedBytes: Int64(buffer.count),
                                         reason: "the segment's creation was interrupted (\(error.message))")
@@ -423,6 +425,12 @@ struct StoreReplay {
         }
         transactionsInLastSegment = count
         return true
+    }
+
+    /// Whether `buffer` starts with an intact segment header of another store or schema.
+    private func hasForeignHeader(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        guard case .success(let (header, _)) = FileHeader.decode(buffer, expecting: .segment) else { return false }
+        return header.storeID != storeID || header.fingerprint != schema?.fingerprint
     }
 
     /// Whether any offset after `start` begins a valid transaction record of this store
