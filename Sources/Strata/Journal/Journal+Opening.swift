@@ -356,7 +356,8 @@ struct StoreReplay {
             preamble = try readPreamble(buffer, kind: .segment, path: path, target: &target)
         } catch {
             // A last segment whose creation was interrupted holds no transactions: drop it.
-            if isLast, error.code == .corrupted, storeID != nil, !containsTransaction(buffer, after: 0) {
+            // (An intact header of another store or schema is no interrupted creation.)
+            if isLast, error.code == .corrupted, storeID != nil, !hasForeignHeader(buffer), !containsTransaction(buffer, after: 0) {
                 removals.append(name)
                 report.tornTail = .init(path: path, offset: 0, discardedBytes: Int64(buffer.count),
                                         reason: "the segment's creation was interrupted (\(error.message))")
@@ -430,6 +431,12 @@ struct StoreReplay {
         }
         transactionsInLastSegment = count
         return true
+    }
+
+    /// Whether `buffer` starts with an intact segment header of another store or schema.
+    private func hasForeignHeader(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        guard case .success(let (header, _)) = FileHeader.decode(buffer, expecting: .segment) else { return false }
+        return header.storeID != storeID || header.fingerprint != schema?.fingerprint
     }
 
     /// Whether any offset after `start` begins a valid transaction record of this store
