@@ -244,6 +244,10 @@ struct CommitPlan {
             for (offset, relationship) in properties.relationships.enumerated() {
                 for target in Self.targets(values[properties.attributes.count + offset]) where !deleted.contains(target) {
                     guard let other = next.object(target) else { continue }
+                    // A target this save moved elsewhere (its inverse no longer refers back,
+                    // which checkObject verified) is no longer related: no rule applies to it.
+                    let inverseIndex = schema.entity(named: target.entity)!.propertyIndex(named: relationship.inverse)!
+                    guard Self.targets(other.values[inverseIndex]).contains(id) else { continue }
                     switch relationship.deleteRule {
                     case .deny:
                         throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(relationship.name)\" (delete rule deny) still refers to \(target); remove that first",
@@ -252,12 +256,8 @@ struct CommitPlan {
                         throw StoreError(.deleteRule, "deleting \(id) must delete \(target) too (relationship \"\(relationship.name)\", delete rule cascade)",
                                          object: id, key: relationship.name)
                     case .nullify:
-                        let inverse = schema.entity(named: target.entity)!
-                        let inverseIndex = inverse.propertyIndex(named: relationship.inverse)!
-                        if Self.targets(other.values[inverseIndex]).contains(id) {
-                            throw StoreError(.inverseViolation, "\(target).\(relationship.inverse) still refers to deleted \(id); nullify it in the same save",
-                                             object: target, key: relationship.inverse)
-                        }
+                        throw StoreError(.inverseViolation, "\(target).\(relationship.inverse) still refers to deleted \(id); nullify it in the same save",
+                                         object: target, key: relationship.inverse)
                     }
                 }
             }

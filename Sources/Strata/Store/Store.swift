@@ -32,7 +32,7 @@ public final class Store: Sendable {
     let commitState: Mutex<CommitState>
     /// What readers see. Never held while anything else is done.
     private let published: Mutex<Generation>
-    private let subscribers = Mutex<[UUID: AsyncStream<CommitNotification>.Continuation]>([:])
+    private let subscribers = Mutex(Subscribers())
     /// Publishes generations and delivers notifications in transaction order.
     private let deliveryQueue = DispatchQueue(label: "strata.store.delivery")
 
@@ -43,6 +43,12 @@ public final class Store: Sendable {
         var pending: [(generation: Generation, notification: CommitNotification)] = []
         /// The highest object number handed out per entity (by storage index).
         var allocated: [UInt64]
+    }
+
+    /// The open notification streams; none are added once the store is closed.
+    private struct Subscribers: Sendable {
+        var streams: [UUID: AsyncStream<CommitNotification>.Continuation] = [:]
+        var isClosed = false
     }
 
     private init(journal: Journal, generation: Generation) {
@@ -96,13 +102,20 @@ public final class Store: Sendable {
     // MARK: - Notifications
 
     /// A stream of every transaction committed from now on, in order, each delivered once
-    /// its generation is published.
+    /// its generation is published. It ends when the store is closed (at once if it already is).
     public func commits() -> AsyncStream<CommitNotification> {
         let (stream, continuation) = AsyncStream.makeStream(of: CommitNotification.self)
         let id = UUID()
-        subscribers.withLock { $0[id] = continuation }
+        let added = subscribers.withLock { s in
+            if !s.isClosed { s.streams[id] = continuation }
+            return !s.isClosed
+        }
+        guard added else {
+            continuation.finish()  // closed: nothing more will be committed
+            return stream
+        }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+            _ = self?.subscribers.withLock { $0.streams.removeValue(forKey: id) }
         }
         return stream
     }
@@ -120,7 +133,7 @@ public final class Store: Sendable {
                 }
                 if let newest = ready.last {
                     self.published.withLock { $0 = newest.generation }
-                    let streams = self.subscribers.withLock { Array($0.values) }
+                    let streams = self.subscribers.withLock { Array($0.streams.values) }
                     for item in ready {
                         for stream in streams { stream.yield(item.notification) }
                     }
@@ -145,8 +158,8 @@ public final class Store: Sendable {
         await journal.close()
         await publishDurable()
         let streams = subscribers.withLock { s in
-            defer { s = [:] }
-            return Array(s.values)
+            defer { s = Subscribers(isClosed: true) }
+            return Array(s.streams.values)
         }
         for stream in streams { stream.finish() }
     }
