@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Strata
 
-@Suite struct GroupCommitTests {
+@Suite struct StoreGroupCommitTests {
     @Test func concurrentCommittersShareSyncs() async throws {
         let directory = TemporaryDirectory("strata-group-commit")
         defer { directory.remove() }

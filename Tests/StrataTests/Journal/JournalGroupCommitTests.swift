@@ -6,7 +6,7 @@ import Testing
 
 /// Concurrent appenders share writes and fsyncs, and every one of them is acknowledged
 /// and kept.
-@Suite struct GroupCommitTests {
+@Suite struct JournalGroupCommitTests {
     /// Hands out transactions in order; enqueueing happens under the same lock, so the
     /// journal receives them numbered in order while appenders wait concurrently.
     final class Numbering: Sendable {
