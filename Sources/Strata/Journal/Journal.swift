@@ -84,6 +84,8 @@ public final class Journal: Sendable {
     let lock: StoreLock?
     private let writerQueue: DispatchQueue
     private let compactionQueue: DispatchQueue
+    /// Wakes the writer when a group it is gathering is complete.
+    private let groupComplete = DispatchSemaphore(value: 0)
     let state: Mutex<State>
 
     /// A segment file of the store.
@@ -107,6 +109,12 @@ public final class Journal: Sendable {
         var pending: [UInt8] = []
         var pendingLast: UInt64 = 0
         var pendingCount = 0
+        /// Transactions in the last batch written, and how long its sync took: the writer
+        /// waits (briefly) for that many before syncing again — see ``gatherGroup()``.
+        var lastBatchCount = 0
+        var lastSyncNanoseconds: UInt64 = 0
+        /// While the writer gathers a group: how many pending transactions wake it.
+        var groupTarget = 0
         var writerScheduled = false
         var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var failure: StoreError?
@@ -181,7 +189,7 @@ public final class Journal: Sendable {
                              transaction: record.number)
         }
         let bytes = writer.bytes
-        let schedule = try state.withLock { (s) throws(StoreError) -> Bool in
+        let schedule = try state.withLock { (s) throws(StoreError) -> WriterAction in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
             guard record.number == s.lastEnqueued + 1 else {
@@ -195,11 +203,19 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = record.number }
-            guard !s.writerScheduled else { return false }
+            if s.groupTarget > 0 && s.pendingCount >= s.groupTarget {
+                s.groupTarget = 0
+                return .wakeWriter
+            }
+            guard !s.writerScheduled else { return .none }
             s.writerScheduled = true
-            return true
+            return .startWriter
         }
-        if schedule { writerQueue.async { self.runWriter() } }
+        switch schedule {
+        case .startWriter: writerQueue.async { self.runWriter() }
+        case .wakeWriter: groupComplete.signal()
+        case .none: break
+        }
     }
 
     /// Waits until the transaction numbered `number` is durable under the journal's
@@ -241,9 +257,42 @@ public final class Journal: Sendable {
 
     // MARK: - The writer
 
+    /// What an append asks of the writer.
+    private enum WriterAction {
+        case none
+        case startWriter
+        case wakeWriter
+    }
+
+    /// Group commit's gathering step: when the last batch held several transactions (so
+    /// several appenders are active) but fewer are pending now, wait — at most half the last
+    /// sync's duration — for as many to arrive, so they share the next sync instead of
+    /// each paying for one. A lone appender never waits: its last batch held one.
+    private func gatherGroup() {
+        guard configuration.durability == .full else { return }
+        let wait = state.withLock { s -> UInt64? in
+            guard s.failure == nil, s.rollWaiters.isEmpty, s.lastBatchCount > 1,
+                s.pendingCount > 0, s.pendingCount < s.lastBatchCount
+            else { return nil }
+            s.groupTarget = s.lastBatchCount
+            return min(s.lastSyncNanoseconds / 2, 2_000_000)
+        }
+        guard let wait else { return }
+        if groupComplete.wait(timeout: .now() + .nanoseconds(Int(wait))) == .timedOut {
+            let signalComing = state.withLock { s in
+                defer { s.groupTarget = 0 }
+                return s.groupTarget == 0
+            }
+            // An append completed the group just as the wait ended: take its signal, so the
+            // next gathering does not return early.
+            if signalComing { groupComplete.wait() }
+        }
+    }
+
     /// Writes pending transactions in batches until none are left. Runs on the writer queue.
     private func runWriter() {
         while true {
+            gatherGroup()
             let step = state.withLock { s -> (batch: [UInt8], last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
                 let roll = !s.rollWaiters.isEmpty
                 guard s.failure == nil, let current = s.current, !s.pending.isEmpty || roll else {
@@ -279,9 +328,14 @@ public final class Journal: Sendable {
 
     private func write(_ batch: [UInt8], count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
         let durability = configuration.durability
+        var syncNanoseconds: UInt64 = 0
         do throws(FileIOError) {
             try io.writeAll(current.descriptor, batch, at: current.size, path: current.segment.path)
-            if durability == .full { try io.sync(current.descriptor) }
+            if durability == .full {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try io.sync(current.descriptor)
+                syncNanoseconds = DispatchTime.now().uptimeNanoseconds - start
+            }
         } catch {
             throw StoreError(.io, "appending transactions through \(last) failed: \(error)",
                              path: current.segment.path, offset: current.size, transaction: last, underlying: error)
@@ -296,6 +350,8 @@ public final class Journal: Sendable {
             s.statistics.writes += 1
             s.statistics.bytes += Int64(batch.count)
             if durability == .full { s.statistics.syncs += 1 }
+            s.lastBatchCount = count
+            s.lastSyncNanoseconds = syncNanoseconds
             let durable = s.lastDurable
             let ready = s.waiters.filter { $0.number <= durable }.map(\.continuation)
             s.waiters.removeAll { $0.number <= durable }

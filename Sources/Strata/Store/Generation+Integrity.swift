@@ -25,7 +25,7 @@ extension Generation {
         for (index, entity) in schema.entities.enumerated() {
             var uniqueSeen: [Value: UInt64] = [:]
             let uniqueIndex = entity.attributes.firstIndex(where: \.isUnique)
-            for (number, row) in tables[index].sorted(by: { $0.key < $1.key }) {
+            for (number, row) in tables[index] {
                 let id = ObjectID(entity: entity.name, number: number)
                 for (i, attribute) in entity.attributes.enumerated() {
                     if let problem = AttributeCheck.problem(with: row.values[i], for: attribute), add(id, attribute.name, problem) {

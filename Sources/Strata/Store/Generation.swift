@@ -14,7 +14,7 @@ public struct Generation: Sendable {
     /// The last transaction included.
     public internal(set) var transaction: UInt64
     /// One table per entity (by storage index), keyed by object number.
-    var tables: [PersistentMap<UInt64, StoredRow>]
+    var tables: [PersistentTable<StoredRow>]
     /// Unique indexes: for each entity with a unique attribute, value → object number.
     var uniqueIndexes: [PersistentMap<Value, UInt64>?]
     /// The highest object number committed per entity (deleted objects included).
@@ -24,7 +24,7 @@ public struct Generation: Sendable {
     init(schema: Schema) {
         self.schema = schema
         transaction = 0
-        tables = schema.entities.map { _ in PersistentMap() }
+        tables = schema.entities.map { _ in PersistentTable() }
         uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
         highestNumbers = schema.entities.map { _ in 0 }
     }
@@ -45,11 +45,11 @@ public struct Generation: Sendable {
     /// The number of objects of every entity.
     public var totalCount: Int { tables.reduce(0) { $0 + $1.count } }
 
-    /// Every object of an entity, in no particular order.
+    /// Every object of an entity, in object-number order.
     public func objects(of entity: String) -> [StoredObject] {
         guard let index = schema.entityIndex(named: entity) else { return [] }
         let name = schema.entities[index].name
-        return tables[index].map { StoredObject(id: ObjectID(entity: name, number: $0.key), values: $0.value.values, version: $0.value.version) }
+        return tables[index].map { StoredObject(id: ObjectID(entity: name, number: $0.key), values: $0.element.values, version: $0.element.version) }
     }
 
     /// The object whose unique attribute has this value, if the entity declares one.
@@ -160,7 +160,8 @@ extension Generation: JournalReplayTarget, CheckpointSource {
 
     public func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         for (i, entity) in schema.entities.enumerated() {
-            for (number, row) in tables[i] { try body(RowImage(id: ObjectID(entity: entity.name, number: number), values: row.values)) }
+            let name = entity.name
+            try tables[i].forEach { number, row in try body(RowImage(id: ObjectID(entity: name, number: number), values: row.values)) }
         }
     }
 }

@@ -1,0 +1,55 @@
+import Testing
+@testable import Strata
+
+@Suite struct PersistentTableTests {
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func randomOperationsMatchDictionary(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var table = PersistentTable<Int>()
+        var reference: [UInt64: Int] = [:]
+        var snapshots: [(PersistentTable<Int>, [UInt64: Int])] = []
+        var lastInserted: UInt64?
+        // Dense small keys, dense large keys, and sparse keys up to 2^40 (deep trees).
+        let keySpace: UInt64 = [64, 100_000, 1 << 20, 1 << 40][Int(seed % 4)]
+        for step in 0..<10_000 {
+            let key = UInt64.random(in: 0..<keySpace, using: &rng)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<6:
+                let value = Int.random(in: 0..<1_000_000, using: &rng)
+                lastInserted = key
+                #expect(table.updateValue(value, forKey: key) == reference.updateValue(value, forKey: key), "seed \(seed) step \(step)")
+            case 6..<9:
+                // Mostly keys that exist (drawn cheaply near recent inserts), sometimes absent ones.
+                let existing = Bool.random(using: &rng) ? (lastInserted ?? key) : key
+                #expect(table.removeValue(forKey: existing) == reference.removeValue(forKey: existing), "seed \(seed) step \(step)")
+            default:
+                #expect(table[key] == reference[key], "seed \(seed) step \(step)")
+            }
+            if step % 1_000 == 0 { snapshots.append((table, reference)) }
+        }
+        #expect(table.count == reference.count)
+        #expect(table.map(\.key) == reference.keys.sorted(), "iteration is in key order")
+        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.element) }) == reference)
+        for (snapshot, expected) in snapshots {
+            #expect(snapshot.count == expected.count)
+            #expect(Dictionary(uniqueKeysWithValues: snapshot.map { ($0.key, $0.element) }) == expected)
+            var visited: [UInt64] = []
+            snapshot.forEach { key, _ in visited.append(key) }
+            #expect(visited == expected.keys.sorted())
+        }
+    }
+
+    @Test func copiesShareUntilChanged() {
+        var a = PersistentTable<String>()
+        for i in 1...1_000 as ClosedRange<UInt64> { a[i] = "a\(i)" }
+        var b = a
+        b[5] = "b5"
+        b[1 << 30] = "far"
+        b[7] = nil
+        #expect(a[5] == "a5" && a[7] == "a7" && a[1 << 30] == nil && a.count == 1_000)
+        #expect(b[5] == "b5" && b[7] == nil && b[1 << 30] == "far" && b.count == 1_000)
+        for i in 1...1_000 as ClosedRange<UInt64> { b[i] = nil }
+        #expect(b.count == 1 && Array(b).map(\.key) == [1 << 30])
+        #expect(a.count == 1_000)
+    }
+}
