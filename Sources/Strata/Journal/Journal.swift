@@ -86,6 +86,9 @@ public final class Journal: Sendable {
     private let compactionQueue: DispatchQueue
     /// Wakes the writer when a group it is gathering is complete.
     private let groupComplete = DispatchSemaphore(value: 0)
+    /// Called on the writer queue each time transactions become durable (with the last
+    /// one), before their waiters resume — the store publishes generations here.
+    private let durabilityObserver = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
     let state: Mutex<State>
 
     /// A segment file of the store.
@@ -242,6 +245,13 @@ public final class Journal: Sendable {
         }
     }
 
+    /// Registers the closure called on the writer's queue whenever transactions become
+    /// durable under `.full` or `.relaxed` (with the number of the last), before anyone
+    /// waiting for them resumes. It must not block or call back into the journal.
+    func observeDurability(_ observer: @escaping @Sendable (UInt64) -> Void) {
+        durabilityObserver.withLock { $0 = observer }
+    }
+
     /// Enqueues a transaction and waits until it is durable.
     public func append(_ record: TransactionRecord) async throws(StoreError) {
         try enqueue(record)
@@ -343,6 +353,11 @@ public final class Journal: Sendable {
         current.size += Int64(batch.count)
         current.transactions += count
         if durability == .full { configuration.acknowledgementObserver?(current.segment.path, current.size) }
+        if durability != .none, let observer = durabilityObserver.withLock({ $0 }) {
+            // Before the journal's own state says so, so that waiters resumed below find
+            // whatever the observer publishes already in place.
+            observer(last)
+        }
         let ready = state.withLock { s in
             s.current = current
             s.lastWritten = last

@@ -39,7 +39,7 @@ extension Store {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved)
         }
         try await journal.waitUntilDurable(number)
-        await publishDurable()
+        await ensurePublished(number)
         return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved)
     }
 }

@@ -55,6 +55,9 @@ public final class Store: Sendable {
         self.journal = journal
         self.commitState = Mutex(CommitState(head: generation, allocated: generation.highestNumbers))
         self.published = Mutex(generation)
+        // Publish on the journal's writer queue as soon as a batch is durable: committers
+        // then resume with their generation already visible, without another hop.
+        journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
     }
 
     /// Creates a new, empty store.
@@ -120,24 +123,30 @@ public final class Store: Sendable {
         return stream
     }
 
-    /// Publishes every pending generation that is durable, in order, then delivers their
-    /// notifications. Runs on the delivery queue; returns when done.
-    func publishDurable() async {
+    /// Publishes every pending generation up to transaction `durable`, in order, and
+    /// delivers their notifications. Called on one serial queue at a time: the journal's
+    /// writer queue (`.full`, `.relaxed`) or the delivery queue (`.none`, and stragglers).
+    private func publish(through durable: UInt64) {
+        let ready = commitState.withLock { s -> [(generation: Generation, notification: CommitNotification)] in
+            let count = s.pending.prefix { $0.generation.transaction <= durable }.count
+            defer { s.pending.removeFirst(count) }
+            return Array(s.pending.prefix(count))
+        }
+        guard let newest = ready.last else { return }
+        published.withLock { $0 = newest.generation }
+        let streams = subscribers.withLock { Array($0.streams.values) }
+        for item in ready {
+            for stream in streams { stream.yield(item.notification) }
+        }
+    }
+
+    /// Makes sure transaction `number` is published before a commit returns it (the
+    /// writer queue normally has; under `.none` nothing else does).
+    func ensurePublished(_ number: UInt64) async {
+        guard currentGeneration.transaction < number else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             deliveryQueue.async {
-                let durable = self.journal.lastDurableTransaction
-                let ready = self.commitState.withLock { s -> [(generation: Generation, notification: CommitNotification)] in
-                    let count = s.pending.prefix { $0.generation.transaction <= durable }.count
-                    defer { s.pending.removeFirst(count) }
-                    return Array(s.pending.prefix(count))
-                }
-                if let newest = ready.last {
-                    self.published.withLock { $0 = newest.generation }
-                    let streams = self.subscribers.withLock { Array($0.streams.values) }
-                    for item in ready {
-                        for stream in streams { stream.yield(item.notification) }
-                    }
-                }
+                self.publish(through: self.journal.lastDurableTransaction)
                 continuation.resume()
             }
         }
@@ -156,7 +165,7 @@ public final class Store: Sendable {
     /// ends every notification stream.
     public func close() async {
         await journal.close()
-        await publishDurable()
+        await ensurePublished(journal.lastDurableTransaction)
         let streams = subscribers.withLock { s in
             defer { s = Subscribers(isClosed: true) }
             return Array(s.streams.values)
