@@ -20,6 +20,9 @@ public struct Generation: Sendable {
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
 
+    /// A schema with no entities, for a generation that is replaced before use.
+    static let placeholderSchema = try! Schema("placeholder", entities: [])
+
     /// An empty generation (transaction 0).
     init(schema: Schema) {
         self.schema = schema
@@ -69,6 +72,11 @@ public struct Generation: Sendable {
 
     mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
         tables[entity][id.number] = StoredRow(values: values, version: version)
+        indexInserted(id, entity: entity, values: values)
+    }
+
+    /// Adds a new row to the unique index and the highest-number bookkeeping.
+    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value]) {
         if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
             uniqueIndexes[entity]![values[attribute]] = id.number
         }
@@ -126,8 +134,10 @@ public struct Generation: Sendable {
 extension Generation: JournalReplayTarget, CheckpointSource {
     public mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
         guard let entity = schema.entityIndex(named: row.id.entity) else { throw ReplayError("unknown entity of \(row.id)") }
-        guard tables[entity][row.id.number] == nil else { throw ReplayError("the checkpoint holds \(row.id) twice") }
-        insertRow(row.id, entity: entity, values: row.values, version: 0)
+        guard tables[entity].updateValue(StoredRow(values: row.values, version: 0), forKey: row.id.number) == nil else {
+            throw ReplayError("the checkpoint holds \(row.id) twice")
+        }
+        indexInserted(row.id, entity: entity, values: row.values)
     }
 
     public mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {

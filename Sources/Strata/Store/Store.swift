@@ -73,7 +73,7 @@ public final class Store: Sendable {
     public static func open(at path: String, schema: Schema? = nil, configuration: Configuration = Configuration()) throws(StoreError) -> Store {
         var target = DeferredGeneration()
         let journal = try Journal.open(at: path, schema: schema, configuration: configuration, replayingInto: &target)
-        return Store(journal: journal, generation: target.generation ?? Generation(schema: journal.schema))
+        return Store(journal: journal, generation: target.prepared ? target.generation : Generation(schema: journal.schema))
     }
 
     /// The store directory.
@@ -175,22 +175,28 @@ public final class Store: Sendable {
 }
 
 /// Builds a generation during replay, once the journal has said which schema it holds.
+///
+/// The generation is a plain stored property (not an optional) so that every row is
+/// inserted in place: mutating through an optional's unwrap could copy the generation and
+/// defeat the tables' in-place updates.
 struct DeferredGeneration: JournalReplayTarget {
-    var generation: Generation?
+    var generation = Generation(schema: Generation.placeholderSchema)
+    var prepared = false
 
     mutating func prepare(schema: Schema) throws(ReplayError) {
         generation = Generation(schema: schema)
+        prepared = true
     }
 
     mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
-        try generation!.loadCheckpointRow(row)
+        try generation.loadCheckpointRow(row)
     }
 
     mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {
-        try generation!.finishCheckpoint(through: transaction, highestObjectNumbers: highestObjectNumbers)
+        try generation.finishCheckpoint(through: transaction, highestObjectNumbers: highestObjectNumbers)
     }
 
     mutating func apply(_ transaction: TransactionRecord) throws(ReplayError) {
-        try generation!.apply(transaction)
+        try generation.apply(transaction)
     }
 }
