@@ -1,3 +1,5 @@
+import Foundation
+
 /// An immutable hash map with structural sharing (a CHAMP trie: compressed hash-array
 /// mapped prefix tree), the representation of a store generation.
 ///
@@ -13,7 +15,7 @@
 /// var v2 = v1          // O(1)
 /// v2[id] = 2           // copies one path; v1[id] is still 1
 /// ```
-public struct PersistentMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public struct PersistentMap<Key: PersistentHashable, Value: Sendable>: Sendable {
     typealias Node = ChampNode<Key, Value>
 
     private var root: Node
@@ -68,7 +70,7 @@ public struct PersistentMap<Key: Hashable & Sendable, Value: Sendable>: Sendable
     /// Whether two maps are the same version (share their root): O(1), for tests and caches.
     func isIdentical(to other: PersistentMap) -> Bool { root === other.root }
 
-    static func hash(_ key: Key) -> UInt64 { UInt64(bitPattern: Int64(key.hashValue)) }
+    @inline(__always) static func hash(_ key: Key) -> UInt64 { key.persistentHash }
 }
 
 extension PersistentMap: Sequence {
@@ -102,17 +104,18 @@ extension PersistentMap: Sequence {
 
 // `@unchecked Sendable`: a node is mutated only while it is uniquely referenced (the
 // copy-on-write checks in PersistentMap and below); once shared it is never changed, so
-// threads that share it only read.
-final class ChampNode<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+// threads that share it only read. For the same reason its properties skip the runtime's
+// dynamic exclusivity checks (`@exclusivity(unchecked)`): no two accesses can overlap.
+final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Sendable {
     /// Which of the 32 slots hold an entry directly.
-    var dataMap: UInt32 = 0
+    @exclusivity(unchecked) var dataMap: UInt32 = 0
     /// Which of the 32 slots hold a child node.
-    var nodeMap: UInt32 = 0
+    @exclusivity(unchecked) var nodeMap: UInt32 = 0
     /// Entries, in slot order. In a collision node (below the last level), every entry
     /// has the same hash and the maps are unused.
-    var items: ContiguousArray<(key: Key, value: Value)> = []
+    @exclusivity(unchecked) var items: ContiguousArray<(key: Key, value: Value)> = []
     /// Children, in slot order.
-    var children: ContiguousArray<ChampNode> = []
+    @exclusivity(unchecked) var children: ContiguousArray<ChampNode> = []
 
     init() {}
 
@@ -226,5 +229,52 @@ final class ChampNode<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sen
     func forEach(_ body: (Key, Value) throws -> Void) rethrows {
         for item in items { try body(item.key, item.value) }
         for child in children { try child.forEach(body) }
+    }
+}
+
+/// A key of a ``PersistentMap``: hashable, with a 64-bit hash the trie consumes five bits
+/// at a time. The default is `hashValue`; types on hot paths give a cheaper one.
+public protocol PersistentHashable: Hashable, Sendable {
+    /// A well-mixed 64-bit hash, equal for equal keys.
+    var persistentHash: UInt64 { get }
+}
+
+extension PersistentHashable {
+    public var persistentHash: UInt64 { UInt64(bitPattern: Int64(hashValue)) }
+}
+
+/// Mixes 64 bits so that every input bit affects every output bit (SplitMix64's finalizer).
+@inline(__always) func mix64(_ value: UInt64) -> UInt64 {
+    var z = value &+ 0x9E37_79B9_7F4A_7C15
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+}
+
+extension Int: PersistentHashable {
+    public var persistentHash: UInt64 { mix64(UInt64(bitPattern: Int64(self))) }
+}
+
+extension UInt64: PersistentHashable {
+    public var persistentHash: UInt64 { mix64(self) }
+}
+
+extension String: PersistentHashable {}
+extension ObjectID: PersistentHashable {}
+
+extension Value: PersistentHashable {
+    /// Integers, doubles, booleans and dates hash with a cheap mixer (the common unique
+    /// keys); everything else with the standard hasher. Equal values hash equally: the
+    /// cases never compare equal across kinds.
+    public var persistentHash: UInt64 {
+        switch self {
+        case .int(let i): return mix64(UInt64(bitPattern: i))
+        case .double(let d): return mix64((d == 0 ? 0.0 : d).bitPattern ^ 0x5555_5555_5555_5555)  // 0.0 == -0.0
+        case .bool(let b): return b ? 0xA5A5_A5A5_A5A5_A5A5 : 0x5A5A_5A5A_5A5A_5A5A
+        case .date(let d):
+            let t = d.timeIntervalSinceReferenceDate
+            return mix64((t == 0 ? 0.0 : t).bitPattern ^ 0x3333_3333_3333_3333)
+        default: return UInt64(bitPattern: Int64(hashValue))
+        }
     }
 }

@@ -116,14 +116,15 @@ extension PersistentTable: Sequence {
 
 // `@unchecked Sendable`: a node is mutated only while it is uniquely referenced (the
 // copy-on-write checks in PersistentTable and below); once shared it is never changed, so
-// threads that share it only read.
+// threads that share it only read. For the same reason its properties skip the runtime's
+// dynamic exclusivity checks (`@exclusivity(unchecked)`): no two accesses can overlap.
 final class TableNode<Element: Sendable>: @unchecked Sendable {
     /// The 32 children of an interior node (empty for a leaf).
-    var children: ContiguousArray<TableNode?>
+    @exclusivity(unchecked) var children: ContiguousArray<TableNode?>
     /// The 32 elements of a leaf (empty for an interior node).
-    var elements: ContiguousArray<Element?>
+    @exclusivity(unchecked) var elements: ContiguousArray<Element?>
     /// Occupied slots, so that emptied nodes are dropped.
-    var count = 0
+    @exclusivity(unchecked) var count = 0
 
     init(leaf: Bool) {
         children = leaf ? [] : ContiguousArray(repeating: nil, count: 32)

@@ -1,8 +1,9 @@
+import Foundation
 import Testing
 @testable import Strata
 
 /// A key whose hash the test controls, to force collisions at every depth.
-struct CollidingKey: Hashable, Sendable, CustomStringConvertible {
+struct CollidingKey: PersistentHashable, CustomStringConvertible {
     var id: Int
     var hashBits: Int
     func hash(into hasher: inout Hasher) { hasher.combine(hashBits) }
@@ -61,6 +62,15 @@ struct CollidingKey: Hashable, Sendable, CustomStringConvertible {
         for key in keys { map[key] = nil }
         #expect(map.isEmpty)
         #expect(Array(map).isEmpty)
+    }
+
+    @Test func valueHashesAgreeWithEquality() {
+        let pairs: [(Value, Value)] = [(.double(0.0), .double(-0.0)), (.int(7), .int(7)), (.string("é"), .string("e\u{301}")),
+                                       (.date(Date(timeIntervalSinceReferenceDate: 0)), .date(Date(timeIntervalSinceReferenceDate: -0.0)))]
+        for (a, b) in pairs {
+            #expect(a == b)
+            #expect(a.persistentHash == b.persistentHash, "\(a) and \(b) are equal but hash differently")
+        }
     }
 
     @Test func copiesShareUntilChanged() {
