@@ -15,7 +15,9 @@ struct ColdOpenScenario: Scenario {
         var verdicts: [String] = []
         for size in sizes {
             let directory = Measure.temporaryDirectory("cold-open")
-            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // STRATA_SANDBOX_KEEP keeps the built store for diagnosis (sandbox --probe-decode).
+            let keep = ProcessInfo.processInfo.environment["STRATA_SANDBOX_KEEP"] != nil
+            defer { if keep { FileHandle.standardError.write(Data("kept \(directory)\n".utf8)) } else { try? FileManager.default.removeItem(atPath: directory) } }
             let path = directory + "/store"
             progress("cold-open: building a store of \(size) objects in batches of \(batch) (durability full)")
             let build = try await buildStore(at: path, objects: size, batch: batch, seed: options.seed)
@@ -145,4 +147,13 @@ struct ColdOpenScenario: Scenario {
             total + ((try? FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? NSNumber)?.int64Value ?? 0)
         }
     }
+}
+
+/// Diagnostics for the open path: how long decoding alone takes (rows discarded), versus
+/// building the generation. `sandbox --probe-decode STORE`.
+struct DiscardingTarget: JournalReplayTarget {
+    var rows = 0
+    mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) { rows += 1 }
+    mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {}
+    mutating func apply(_ transaction: TransactionRecord) throws(ReplayError) { rows += transaction.inserted.count }
 }

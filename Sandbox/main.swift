@@ -22,6 +22,20 @@ enum SandboxMain {
     static func run() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
 
+        if arguments.first == "--probe-decode", arguments.count == 2 {
+            do {
+                var target = DiscardingTarget()
+                var start = Measure.now()
+                let journal = try Journal.open(at: arguments[1], configuration: .init(readOnly: true), replayingInto: &target)
+                printLine("decode only: \(Measure.seconds(since: start)) s, \(target.rows) rows")
+                await journal.close()
+                start = Measure.now()
+                let store = try Store.open(at: arguments[1], configuration: .init(readOnly: true))
+                printLine("store open: \(Measure.seconds(since: start)) s, \(store.currentGeneration.totalCount) objects")
+                await store.close()
+            } catch { fail("\(error)", status: 1) }
+            exit(0)
+        }
         if arguments.first == "--probe-open", arguments.count == 2 {
             do { try ColdOpenScenario.probeOpen(arguments[1]) } catch { fail("\(error)", status: 1) }
             exit(0)

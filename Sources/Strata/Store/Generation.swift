@@ -19,6 +19,9 @@ public struct Generation: Sendable {
     var uniqueIndexes: [PersistentMap<Value, UInt64>?]
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
+    /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
+    /// bulk when it ends (much faster than one insertion per row).
+    private var checkpointUniques: [[(key: Value, value: UInt64)]] = []
 
     /// A schema with no entities, for a generation that is replaced before use.
     static let placeholderSchema = try! Schema("placeholder", entities: [])
@@ -137,11 +140,19 @@ extension Generation: JournalReplayTarget, CheckpointSource {
         guard tables[entity].updateValue(StoredRow(values: row.values, version: 0), forKey: row.id.number) == nil else {
             throw ReplayError("the checkpoint holds \(row.id) twice")
         }
-        indexInserted(row.id, entity: entity, values: row.values)
+        if let attribute = uniqueAttributeIndex(entity), !row.values[attribute].isNull {
+            if checkpointUniques.isEmpty { checkpointUniques = schema.entities.map { _ in [] } }
+            checkpointUniques[entity].append((row.values[attribute], row.id.number))
+        }
+        if row.id.number > highestNumbers[entity] { highestNumbers[entity] = row.id.number }
     }
 
     public mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {
         self.transaction = transaction
+        for (entity, entries) in checkpointUniques.enumerated() where !entries.isEmpty {
+            uniqueIndexes[entity] = PersistentMap(bulk: entries)
+        }
+        checkpointUniques = []
         for (name, number) in highestObjectNumbers {
             if let entity = schema.entityIndex(named: name), number > highestNumbers[entity] { highestNumbers[entity] = number }
         }

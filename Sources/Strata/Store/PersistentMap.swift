@@ -28,6 +28,32 @@ public struct PersistentMap<Key: PersistentHashable, Value: Sendable>: Sendable 
         count = 0
     }
 
+    /// Creates a map from entries in one pass, far faster than inserting them one by one:
+    /// the entries are sorted by the trie path of their hash and the nodes built bottom-up.
+    /// For a key given more than once, the last entry wins.
+    public init(bulk entries: [(key: Key, value: Value)]) {
+        var hashed = entries.enumerated().map { (offset, entry) in
+            (path: Self.path(Self.hash(entry.key)), hash: Self.hash(entry.key), order: offset, key: entry.key, value: entry.value)
+        }
+        hashed.sort { $0.path != $1.path ? $0.path < $1.path : $0.order < $1.order }
+        var count = 0
+        root = hashed.isEmpty ? Node() : Node.build(hashed[...], shift: 0, count: &count)
+        self.count = count
+    }
+
+    /// The hash with its 5-bit slots in trie order (level 0's slot most significant), so
+    /// that sorting by it groups entries exactly as the trie does.
+    static func path(_ hash: UInt64) -> UInt64 {
+        var path: UInt64 = 0
+        var shift: UInt64 = 0
+        while shift <= 60 {
+            let bits: UInt64 = shift == 60 ? 4 : 5
+            path = path << bits | ((hash >> shift) & ((1 << bits) - 1))
+            shift += 5
+        }
+        return path
+    }
+
     /// Whether the map has no entries.
     public var isEmpty: Bool { count == 0 }
 
@@ -118,6 +144,42 @@ final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Send
     @exclusivity(unchecked) var children: ContiguousArray<ChampNode> = []
 
     init() {}
+
+    /// Builds a node from entries sorted by trie path (see ``PersistentMap/init(bulk:)``).
+    static func build(
+        _ entries: ArraySlice<(path: UInt64, hash: UInt64, order: Int, key: Key, value: Value)>, shift: UInt64, count: inout Int
+    ) -> ChampNode {
+        let node = ChampNode()
+        if shift > maximumShift {
+            // Every entry has the same hash: keep the last of each key.
+            for entry in entries {
+                if let i = node.items.firstIndex(where: { $0.key == entry.key }) {
+                    node.items[i].value = entry.value
+                } else {
+                    node.items.append((entry.key, entry.value))
+                    count += 1
+                }
+            }
+            return node
+        }
+        var i = entries.startIndex
+        while i < entries.endIndex {
+            let slot = Self.slot(entries[i].hash, shift)
+            var j = i + 1
+            while j < entries.endIndex && Self.slot(entries[j].hash, shift) == slot { j += 1 }
+            let bit = UInt32(1) << slot
+            if j - i == 1 || entries[i..<j].allSatisfy({ $0.key == entries[i].key }) {
+                node.dataMap |= bit
+                node.items.append((entries[j - 1].key, entries[j - 1].value))
+                count += 1
+            } else {
+                node.nodeMap |= bit
+                node.children.append(build(entries[i..<j], shift: shift + 5, count: &count))
+            }
+            i = j
+        }
+        return node
+    }
 
     func copy() -> ChampNode {
         let node = ChampNode()

@@ -86,3 +86,34 @@ struct CollidingKey: PersistentHashable, CustomStringConvertible {
         #expect(b[5] == "b5" && b[7] == nil && b[2_000] == "new" && b.count == 1_000)
     }
 }
+
+@Suite struct PersistentMapBulkTests {
+    @Test(arguments: [0, 1, 2, 31, 1_000, 50_000])
+    func bulkBuildEqualsInsertion(count: Int) {
+        var rng = SeededGenerator(seed: UInt64(count))
+        let entries = (0..<count).map { _ in (key: Int.random(in: 0..<(count * 2 + 1), using: &rng), value: Int.random(in: 0..<100, using: &rng)) }
+        var inserted = PersistentMap<Int, Int>()
+        for entry in entries { inserted[entry.key] = entry.value }
+        var bulk = PersistentMap<Int, Int>(bulk: entries)
+        #expect(bulk.count == inserted.count)
+        #expect(Dictionary(uniqueKeysWithValues: bulk.map { ($0.key, $0.value) }) == Dictionary(uniqueKeysWithValues: inserted.map { ($0.key, $0.value) }))
+        // A bulk-built map keeps working as an ordinary one.
+        for entry in entries.prefix(100) {
+            bulk[entry.key] = nil
+            inserted[entry.key] = nil
+        }
+        bulk[-1] = 7
+        inserted[-1] = 7
+        #expect(Dictionary(uniqueKeysWithValues: bulk.map { ($0.key, $0.value) }) == Dictionary(uniqueKeysWithValues: inserted.map { ($0.key, $0.value) }))
+    }
+
+    @Test func bulkBuildWithFullHashCollisions() {
+        let keys = (0..<300).map { CollidingKey(id: $0 % 200, hashBits: ($0 % 200) % 3) }
+        let map = PersistentMap<CollidingKey, Int>(bulk: keys.enumerated().map { ($0.element, $0.offset) })
+        #expect(map.count == 200)
+        for id in 0..<200 {
+            let last = keys.lastIndex { $0.id == id }!
+            #expect(map[CollidingKey(id: id, hashBits: id % 3)] == last)
+        }
+    }
+}
