@@ -94,7 +94,7 @@ struct ByteReader: ~Copyable {
         let length = try readCount("a string length", limit: remaining)
         let start = offset
         let raw = try readRaw(length, "a string")
-        guard let string = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else {
+        guard let string = UTF8Text.string(raw) else {
             throw DecodeFailure(offset: start, reason: "a string is not valid UTF-8")
         }
         return string

@@ -246,7 +246,7 @@ struct JSONParser {
             if b == UInt8(ascii: "\"") {
                 let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
                 i += 1
-                guard let s = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                guard let s = UTF8Text.string(raw) else {
                     throw fail("a string is not valid UTF-8", at: open)
                 }
                 return s
