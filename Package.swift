@@ -23,7 +23,8 @@ let package = Package(
         .executableTarget(name: "sandbox", dependencies: ["Strata"], path: "Sandbox"),
         .executableTarget(
             name: "strata-journal-writer", dependencies: ["Strata"], path: "Tests/JournalWriter"),
-        .executableTarget(name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks"),
+        .executableTarget(
+            name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks", exclude: ["README.md"]),
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCommand"],
