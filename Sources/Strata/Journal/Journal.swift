@@ -84,6 +84,10 @@ public final class Journal: Sendable {
     let lock: StoreLock?
     private let writerQueue: DispatchQueue
     private let compactionQueue: DispatchQueue
+    /// Encoding buffers kept for reuse by ``enqueue(_:)``.
+    private let encodeBuffers = Mutex<[ByteWriter]>([])
+    /// Buffers larger than this are not kept.
+    private static var largestPooledBuffer: Int { 16 << 20 }
     /// Wakes the writer when a group it is gathering is complete.
     private let groupComplete = DispatchSemaphore(value: 0)
     /// Called on the writer queue each time transactions become durable (with the last
@@ -110,6 +114,8 @@ public final class Journal: Sendable {
         var lastWritten: UInt64
         var lastDurable: UInt64
         var pending: [UInt8] = []
+        /// A written batch's buffer, emptied, kept for the next batch (see ``enqueue(_:)``).
+        var spareBatch: [UInt8] = []
         var pendingLast: UInt64 = 0
         var pendingCount = 0
         /// Transactions in the last batch written, and how long its sync took: the writer
@@ -184,14 +190,21 @@ public final class Journal: Sendable {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
         try codec.validate(record)
-        var writer = ByteWriter(capacity: 256)
+        // Reuse an encoding buffer: large fresh buffers come from mmap and cost a page fault
+        // per 4 KiB every time.
+        var writer = encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
+        defer {
+            if writer.count <= Self.largestPooledBuffer {
+                writer.removeAll()
+                encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(writer) } }
+            }
+        }
         codec.encodeFrame(record, into: &writer)
         guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
             throw StoreError(.invalidTransaction,
                              "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
                              transaction: record.number)
         }
-        let bytes = writer.bytes
         let schedule = try state.withLock { (s) throws(StoreError) -> WriterAction in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
@@ -201,7 +214,7 @@ public final class Journal: Sendable {
                                  path: path, transaction: record.number)
             }
             s.lastEnqueued = record.number
-            s.pending.append(contentsOf: bytes)
+            s.pending.append(contentsOf: writer.bytes)
             s.pendingLast = record.number
             s.pendingCount += 1
             s.statistics.appends += 1
@@ -310,8 +323,9 @@ public final class Journal: Sendable {
                     return nil
                 }
                 let batch = s.pending
-                s.pending = []
-                s.pending.reserveCapacity(batch.count)
+                // The buffer the last batch was written from becomes the next pending one.
+                s.pending = s.spareBatch
+                s.spareBatch = []
                 defer { s.pendingCount = 0 }
                 return (batch, s.pendingLast, s.pendingCount, current, roll)
             }
@@ -320,6 +334,11 @@ public final class Journal: Sendable {
             do throws(StoreError) {
                 if !step.batch.isEmpty {
                     try write(step.batch, count: step.count, through: step.last, to: &current)
+                    var spent = step.batch
+                    if spent.capacity <= Self.largestPooledBuffer {
+                        spent.removeAll(keepingCapacity: true)
+                        state.withLock { s in if s.spareBatch.capacity < spent.capacity { s.spareBatch = spent } }
+                    }
                 }
                 if step.roll || current.size >= Int64(configuration.segmentSize) {
                     if current.transactions > 0 { current = try roll(from: current) }

@@ -107,9 +107,10 @@ final class RecordCodec: Sendable {
     }
 
     func writeRow(_ row: RowImage, into w: inout ByteWriter) {
+        let indexes = layout.entityIndexes
         w.writeVarint(entityIndex(row.id.entity))
         w.writeVarint(row.id.number)
-        for value in row.values { w.writeValue(value, entityIndex: entityIndex) }
+        for value in row.values { w.writeValue(value, entityIndexes: indexes) }
     }
 
     /// Appends a validated transaction as a framed record.
@@ -127,11 +128,11 @@ final class RecordCodec: Sendable {
             w.writeVarint(update.changes.count)
             for change in update.changes {
                 w.writeVarint(change.index)
-                w.writeValue(change.value, entityIndex: entityIndex)
+                w.writeValue(change.value, entityIndexes: layout.entityIndexes)
             }
         }
         w.writeVarint(record.deleted.count)
-        for id in record.deleted { w.writeObjectID(id, entityIndex: entityIndex) }
+        for id in record.deleted { w.writeObjectID(id, entityIndexes: layout.entityIndexes) }
         w.finishFrame(at: start, seed: seed)
     }
 

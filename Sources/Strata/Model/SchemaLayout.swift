@@ -9,14 +9,24 @@ final class SchemaLayout: Sendable {
         case toMany(destination: Int)
     }
 
-    struct EntityLayout: Sendable {
+    /// A class, so that hot paths holding one pay one retain, not one per array inside.
+    final class EntityLayout: Sendable {
         let name: String
         let attributeCount: Int
         let kinds: [Kind]
         let propertyNames: [String]
         /// The storage index of the unique attribute, if any.
         let uniqueAttribute: Int?
-        var propertyCount: Int { kinds.count }
+        let propertyCount: Int
+
+        init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?) {
+            self.name = name
+            self.attributeCount = attributeCount
+            self.kinds = kinds
+            self.propertyNames = propertyNames
+            self.uniqueAttribute = uniqueAttribute
+            self.propertyCount = kinds.count
+        }
     }
 
     let entities: [EntityLayout]

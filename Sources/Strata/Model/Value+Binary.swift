@@ -7,8 +7,8 @@ enum ValueTag: UInt8 {
 
 extension ByteWriter {
     /// Encodes a value with its tag. Object IDs are written as (entity index, number);
-    /// `entityIndex` maps an entity name to its storage index.
-    mutating func writeValue(_ value: Value, entityIndex: (String) -> Int = ByteWriter.noEntities) {
+    /// `entityIndexes` maps entity names to storage indexes.
+    mutating func writeValue(_ value: Value, entityIndexes: [String: Int] = [:]) {
         switch value {
         case .null: write(ValueTag.null.rawValue)
         case .string(let s): write(ValueTag.string.rawValue); writeString(s)
@@ -18,21 +18,22 @@ extension ByteWriter {
         case .date(let d): write(ValueTag.date.rawValue); writeDouble(d.timeIntervalSinceReferenceDate)
         case .data(let d): write(ValueTag.data.rawValue); writeBytes(d)
         case .uuid(let u): write(ValueTag.uuid.rawValue); writeUUID(u)
-        case .object(let id): write(ValueTag.object.rawValue); writeObjectID(id, entityIndex: entityIndex)
+        case .object(let id): write(ValueTag.object.rawValue); writeObjectID(id, entityIndexes: entityIndexes)
         case .objects(let ids):
             write(ValueTag.objects.rawValue)
             writeVarint(ids.count)
-            for id in ids { writeObjectID(id, entityIndex: entityIndex) }
+            for id in ids { writeObjectID(id, entityIndexes: entityIndexes) }
         }
     }
 
-    mutating func writeObjectID(_ id: ObjectID, entityIndex: (String) -> Int) {
-        writeVarint(entityIndex(id.entity))
+    /// Writes an object ID as (entity index, number). The entity must be in `entityIndexes`
+    /// (records are validated before they are encoded).
+    mutating func writeObjectID(_ id: ObjectID, entityIndexes: [String: Int]) {
+        guard let index = entityIndexes[id.entity] else {
+            preconditionFailure("object ID \(id) encoded, but its entity is not in the schema; validate records before encoding")
+        }
+        writeVarint(index)
         writeVarint(id.number)
-    }
-
-    static func noEntities(_ name: String) -> Int {
-        preconditionFailure("object ID of entity \"\(name)\" encoded where no entity table is available")
     }
 }
 

@@ -59,6 +59,11 @@ struct ByteWriter {
         bytes.append(contentsOf: value)
     }
 
+    mutating func writeBytes(_ value: Data) {
+        writeVarint(value.count)
+        value.withUnsafeBytes { bytes.append(contentsOf: $0) }
+    }
+
     mutating func writeUUID(_ value: UUID) {
         withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
     }
