@@ -46,7 +46,10 @@ struct CheckpointWriter {
 
             func flush(_ writer: inout ByteWriter) throws(StoreError) {
                 do throws(FileIOError) {
-                    try io.writeAll(fd, writer.bytes, at: offset, path: temporaryPath)
+                    let result: Result<Void, FileIOError> = writer.withUnsafeBytes { raw in
+                        Result { () throws(FileIOError) in try io.writeAll(fd, raw, at: offset, path: temporaryPath) }
+                    }
+                    try result.get()
                 } catch {
                     throw StoreError.io(error, "writing a checkpoint")
                 }

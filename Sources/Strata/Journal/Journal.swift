@@ -214,7 +214,7 @@ public final class Journal: Sendable {
                                  path: path, transaction: record.number)
             }
             s.lastEnqueued = record.number
-            s.pending.append(contentsOf: writer.bytes)
+            writer.withUnsafeBytes { s.pending.append(contentsOf: $0) }
             s.pendingLast = record.number
             s.pendingCount += 1
             s.statistics.appends += 1

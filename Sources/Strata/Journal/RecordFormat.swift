@@ -58,8 +58,8 @@ extension ByteWriter {
     mutating func finishFrame(at start: Int, seed: UInt32) {
         let payloadStart = start + RecordFormat.frameHeaderSize
         let length = UInt32(count - payloadStart)
-        let type = bytes[start + 8]
-        let crc = bytes.withUnsafeBytes { raw in
+        let type = self[start + 8]
+        let crc = withUnsafeBytes { raw in
             RecordFormat.checksum(length: length, type: type, payload: UnsafeRawBufferPointer(rebasing: raw[payloadStart...]), seed: seed)
         }
         patchUInt32(length, at: start)

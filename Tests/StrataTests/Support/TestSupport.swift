@@ -1,19 +1,9 @@
 import Foundation
 @testable import Strata
 
-/// A small deterministic random number generator (SplitMix64), so that every randomized
-/// test can print its seed and be replayed exactly.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The tests' deterministic generator: every randomized test prints its seed and replays
+/// exactly from it.
+typealias SeededGenerator = SplitMix64
 
 /// A temporary directory removed when the value is dropped... explicitly, via `remove()`.
 struct TemporaryDirectory {
