@@ -65,9 +65,34 @@ final class RecordCodec: Sendable {
         return layout.entities[index]
     }
 
+    /// Remembers the last entity looked up: the rows of a transaction mostly share one, and
+    /// comparing a short name is cheaper than hashing it.
+    private struct EntityCache {
+        var name = ""
+        var index = -1
+    }
+
+    /// The storage index of an entity, through the cache.
+    @inline(__always)
+    private func index(of name: String, cache: inout EntityCache) -> Int? {
+        if cache.index >= 0 && name == cache.name { return cache.index }
+        guard let index = layout.entityIndexes[name] else { return nil }
+        cache = EntityCache(name: name, index: index)
+        return index
+    }
+
     /// Checks a row against the schema.
     func validate(_ row: RowImage, transaction: UInt64?) throws(StoreError) {
-        let entity = try entity(of: row.id, transaction)
+        var cache = EntityCache()
+        try validate(row, transaction: transaction, cache: &cache)
+    }
+
+    private func validate(_ row: RowImage, transaction: UInt64?, cache: inout EntityCache) throws(StoreError) {
+        guard let index = index(of: row.id.entity, cache: &cache), row.id.number > 0 else {
+            _ = try entity(of: row.id, transaction)  // throws the right message
+            return
+        }
+        let entity = layout.entities[index]
         guard row.values.count == entity.propertyCount else {
             throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", transaction)
         }
@@ -79,7 +104,8 @@ final class RecordCodec: Sendable {
 
     /// Checks a whole transaction against the schema.
     func validate(_ record: TransactionRecord) throws(StoreError) {
-        for row in record.inserted { try validate(row, transaction: record.number) }
+        var cache = EntityCache()
+        for row in record.inserted { try validate(row, transaction: record.number, cache: &cache) }
         for update in record.updated {
             let entity = try entity(of: update.id, record.number)
             var previous = -1
@@ -107,9 +133,17 @@ final class RecordCodec: Sendable {
     }
 
     func writeRow(_ row: RowImage, into w: inout ByteWriter) {
-        let indexes = layout.entityIndexes
-        w.writeVarint(entityIndex(row.id.entity))
+        var cache = EntityCache()
+        writeRow(row, into: &w, cache: &cache)
+    }
+
+    private func writeRow(_ row: RowImage, into w: inout ByteWriter, cache: inout EntityCache) {
+        guard let index = index(of: row.id.entity, cache: &cache) else {
+            preconditionFailure("entity \"\(row.id.entity)\" is not in schema \"\(schema.name)\"; validate records before encoding")
+        }
+        w.writeVarint(index)
         w.writeVarint(row.id.number)
+        let indexes = layout.entityIndexes
         for value in row.values { w.writeValue(value, entityIndexes: indexes) }
     }
 
@@ -120,7 +154,8 @@ final class RecordCodec: Sendable {
         w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
         w.writeString(record.author)
         w.writeVarint(record.inserted.count)
-        for row in record.inserted { writeRow(row, into: &w) }
+        var cache = EntityCache()
+        for row in record.inserted { writeRow(row, into: &w, cache: &cache) }
         w.writeVarint(record.updated.count)
         for update in record.updated {
             w.writeVarint(entityIndex(update.id.entity))
