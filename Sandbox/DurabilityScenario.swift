@@ -13,6 +13,8 @@ struct DurabilityScenario: Scenario {
         var results: [JSON] = []
         var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save"]]
         var fullRates: [Int: Double] = [:]
+        var fullSingleP50 = 0.0
+        var bytesPerSave = 0.0
         for durability in [Durability.full, .relaxed, .none] {
             for writers in [1, 4] {
                 progress("durability: \(durability.rawValue), \(writers) writer(s), \(saves) saves × \(options.runs) runs")
@@ -24,10 +26,12 @@ struct DurabilityScenario: Scenario {
                     rates.append(outcome.rate)
                     latencies += outcome.latencies
                     syncsPerSave.append(outcome.syncsPerSave)
+                    bytesPerSave = outcome.bytesPerSave
                 }
                 let rate = Measure.median(rates)
                 if durability == .full { fullRates[writers] = rate }
                 let p50 = Measure.quantile(latencies, 0.5) * 1000, p99 = Measure.quantile(latencies, 0.99) * 1000
+                if durability == .full && writers == 1 { fullSingleP50 = p50 }
                 let syncs = Measure.median(syncsPerSave)
                 results.append(.object([
                     ("durability", .string(durability.rawValue)), ("writers", .int(Int64(writers))),
@@ -38,8 +42,21 @@ struct DurabilityScenario: Scenario {
                 table.append([durability.rawValue, String(writers), format(rate), format(p50), format(p99), format(syncs)])
             }
         }
+        progress("durability: raw append+fsync of \(Int(bytesPerSave)) bytes × \(saves) × \(options.runs) runs (the floor for one save)")
+        var raw: [Double] = []
+        for _ in 0..<options.runs { raw += try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves) }
+        let rawP50 = Measure.quantile(raw, 0.5) * 1000, rawP99 = Measure.quantile(raw, 0.99) * 1000
+        results.append(.object([
+            ("durability", .string("raw append+fsync")), ("writers", .int(1)),
+            ("savesPerSecond", number(1000 / max(Measure.quantile(raw, 0.5) * 1000, 1e-9), decimals: 1)),
+            ("latencyMs", .object([("p50", number(rawP50)), ("p99", number(rawP99))])),
+            ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
+        ]))
+        table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1"])
         let ratio = (fullRates[4] ?? 0) / max(fullRates[1] ?? 1, 1e-9)
-        let verdict = "group commit: 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed"))"
+        let latencyRatio = fullSingleP50 / max(rawP50, 1e-9)
+        let verdict = "group commit: 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
+            + "a small durable save takes \(format(latencyRatio))× a raw append+fsync of its bytes at p50 (target ≤ 1.3×: \(latencyRatio <= 1.3 ? "holds" : "missed"))"
         return ScenarioReport(scenario: name, objects: saves, saveEvery: 1, runs: options.runs, results: results, table: table, verdict: verdict)
     }
 
@@ -47,6 +64,28 @@ struct DurabilityScenario: Scenario {
         var rate: Double
         var latencies: [Double]
         var syncsPerSave: Double
+        var bytesPerSave: Double
+    }
+
+    /// Latencies of `count` appends of `bytes` bytes to a plain file, each followed by fsync.
+    private func rawAppendLatencies(bytes: Int, count: Int) throws -> [Double] {
+        let directory = Measure.temporaryDirectory("raw")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/raw"
+        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(.io, "cannot create \(path)") }
+        defer { close(fd) }
+        let buffer = [UInt8](repeating: 0x5A, count: max(bytes, 1))
+        var offset: off_t = 0
+        var latencies: [Double] = []
+        for _ in 0..<count {
+            let begin = Measure.now()
+            _ = buffer.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, offset) }
+            fsync(fd)
+            latencies.append(Measure.seconds(since: begin))
+            offset += off_t(buffer.count)
+        }
+        return latencies
     }
 
     private func measure(durability: Durability, writers: Int, saves: Int, seed: UInt64) async throws -> Outcome {
@@ -83,7 +122,8 @@ struct DurabilityScenario: Scenario {
         await store.close()
         let count = perWriter * writers
         return Outcome(rate: Double(count) / elapsed, latencies: latencies,
-                       syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)))
+                       syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)),
+                       bytesPerSave: Double(statistics.bytes) / Double(max(count, 1)))
     }
 }
 

@@ -28,12 +28,21 @@ struct StoreLock {
             }
             throw StoreError.io(error, "opening the lock file")
         }
-        let acquired: Bool
-        do {
-            acquired = try io.tryLock(fd)
-        } catch {
-            io.close(fd)
-            throw StoreError.io(error, "locking the store")
+        // A lock held only for an instant is retried a few times (about 20 ms in all): a
+        // process that starts a child copies its descriptors — the lock's included — until
+        // the child's exec closes them, so a store closed and reopened while another thread
+        // spawns a process can find its own old lock held for a moment. A real second
+        // writer still gets `locked` well within a blink.
+        var acquired = false
+        for attempt in 0..<10 {
+            do {
+                acquired = try io.tryLock(fd)
+            } catch {
+                io.close(fd)
+                throw StoreError.io(error, "locking the store")
+            }
+            if acquired || attempt == 9 { break }
+            usleep(2_000)
         }
         guard acquired else {
             let holder = (try? io.readAll(fd, path: path)).map { String(decoding: $0, as: UTF8.self) } ?? ""

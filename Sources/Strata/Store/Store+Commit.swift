@@ -30,9 +30,17 @@ extension Store {
             var next = s.head
             next.applyValidated(record)
             try plan.checkConstraints(after: next)
-            try journal.enqueue(record)
+            // Queued for publication before the journal can make it durable, so the writer
+            // always finds it; taken back if the journal refuses it.
+            let notification = plan.notification(for: record, in: next)
+            pending.withLock { $0.append((next, notification)) }
+            do throws(StoreError) {
+                try journal.enqueue(record)
+            } catch {
+                pending.withLock { _ = $0.popLast() }
+                throw error
+            }
             s.head = next
-            s.pending.append((next, plan.notification(for: record, in: next)))
             return (record.number, next, plan.resolved)
         }
         guard let number else {

@@ -28,8 +28,12 @@ public final class Store: Sendable {
     /// The journal underneath.
     public let journal: Journal
 
-    /// What commits change; taken in this order: `commitState`, then the journal's lock.
+    /// What commits change; taken before the journal's lock and before `pending`.
     let commitState: Mutex<CommitState>
+    /// Generations waiting for durability before they are published, oldest first. Its own
+    /// lock (taken after `commitState` by committers, alone by the publisher), so that the
+    /// journal's writer publishing a batch never waits for a commit being checked.
+    let pending = Mutex<[(generation: Generation, notification: CommitNotification)]>([])
     /// What readers see. Never held while anything else is done.
     private let published: Mutex<Generation>
     private let subscribers = Mutex(Subscribers())
@@ -39,8 +43,6 @@ public final class Store: Sendable {
     struct CommitState: Sendable {
         /// The newest generation, including commits not yet durable (what commits are checked against).
         var head: Generation
-        /// Generations waiting for durability before they are published, oldest first.
-        var pending: [(generation: Generation, notification: CommitNotification)] = []
         /// The highest object number handed out per entity (by storage index).
         var allocated: [UInt64]
     }
@@ -127,10 +129,10 @@ public final class Store: Sendable {
     /// delivers their notifications. Called on one serial queue at a time: the journal's
     /// writer queue (`.full`, `.relaxed`) or the delivery queue (`.none`, and stragglers).
     private func publish(through durable: UInt64) {
-        let ready = commitState.withLock { s -> [(generation: Generation, notification: CommitNotification)] in
-            let count = s.pending.prefix { $0.generation.transaction <= durable }.count
-            defer { s.pending.removeFirst(count) }
-            return Array(s.pending.prefix(count))
+        let ready = pending.withLock { queue -> [(generation: Generation, notification: CommitNotification)] in
+            let count = queue.prefix { $0.generation.transaction <= durable }.count
+            defer { queue.removeFirst(count) }
+            return Array(queue.prefix(count))
         }
         guard let newest = ready.last else { return }
         published.withLock { $0 = newest.generation }
