@@ -114,7 +114,7 @@ extension PersistentTable: Sequence {
     public var underestimatedCount: Int { count }
 }
 
-// `@unchecked Sendable`: a node is mutated only while it is uniquely referenced (the
+// Unchecked sendability: a node is mutated only while it is uniquely referenced (the
 // copy-on-write checks in PersistentTable and below); once shared it is never changed, so
 // threads that share it only read. For the same reason its properties skip the runtime's
 // dynamic exclusivity checks (`@exclusivity(unchecked)`): no two accesses can overlap.

@@ -132,7 +132,7 @@ struct ByteWriter: Sendable {
     mutating func removeAll() { storage.count = 0 }
 }
 
-// `@unchecked Sendable`: the storage belongs to one ByteWriter, used by one thread at a
+// Unchecked sendability: the storage belongs to one ByteWriter, used by one thread at a
 // time; the journal's buffer pool hands writers from thread to thread under its lock.
 final class ByteStorage: @unchecked Sendable {
     var base: UnsafeMutableRawPointer
