@@ -189,7 +189,6 @@ public final class Journal: Sendable {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
-        try codec.validate(record)
         // Reuse an encoding buffer: large fresh buffers come from mmap and cost a page fault
         // per 4 KiB every time.
         var writer = encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
@@ -199,7 +198,7 @@ public final class Journal: Sendable {
                 encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(writer) } }
             }
         }
-        codec.encodeFrame(record, into: &writer)
+        try codec.encodeValidating(record, into: &writer)
         guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
             throw StoreError(.invalidTransaction,
                              "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",

@@ -147,6 +147,70 @@ final class RecordCodec: Sendable {
         for value in row.values { w.writeValue(value, entityIndexes: indexes) }
     }
 
+    /// Checks a transaction against the schema and appends it as a framed record, in one
+    /// pass over the inserted rows' values (the bulk of any large transaction). On a
+    /// failure the writer holds a partial record: discard it.
+    func encodeValidating(_ record: TransactionRecord, into w: inout ByteWriter) throws(StoreError) {
+        var shapeOnly = record
+        shapeOnly.inserted = []
+        try validate(shapeOnly)
+        let start = w.beginFrame(.transaction)
+        w.writeVarint(record.number)
+        w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
+        w.writeString(record.author)
+        w.writeVarint(record.inserted.count)
+        var cache = EntityCache()
+        let indexes = layout.entityIndexes
+        for row in record.inserted {
+            guard let index = index(of: row.id.entity, cache: &cache), row.id.number > 0 else {
+                _ = try entity(of: row.id, record.number)  // throws the right message
+                continue
+            }
+            let entity = layout.entities[index]
+            guard row.values.count == entity.propertyCount else {
+                throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", record.number)
+            }
+            w.writeVarint(index)
+            w.writeVarint(row.id.number)
+            for (i, value) in row.values.enumerated() where !writeChecked(value, entity.kinds[i], indexes: indexes, into: &w) {
+                let problem = Self.mismatch(value, for: entity.kinds[i], in: layout) ?? "does not fit"
+                throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
+            }
+        }
+        encodeChanges(record, into: &w)
+        w.finishFrame(at: start, seed: seed)
+    }
+
+    /// Writes a value if it fits a property of this kind; returns `false` (writing nothing
+    /// useful) if it does not. One switch does both jobs.
+    @inline(__always)
+    private func writeChecked(_ value: Value, _ kind: SchemaLayout.Kind, indexes: [String: Int], into w: inout ByteWriter) -> Bool {
+        switch (kind, value) {
+        case (.attribute, .null), (.toOne, .null):
+            w.write(ValueTag.null.rawValue)
+        case (.attribute(.string), .string), (.attribute(.int), .int), (.attribute(.double), .double),
+            (.attribute(.bool), .bool), (.attribute(.date), .date), (.attribute(.data), .data), (.attribute(.uuid), .uuid):
+            w.writeValue(value)
+        case (.toOne(let destination), .object(let id)):
+            guard id.entity == layout.entities[destination].name else { return false }
+            w.write(ValueTag.object.rawValue)
+            w.writeVarint(destination)
+            w.writeVarint(id.number)
+        case (.toMany(let destination), .objects(let ids)):
+            let name = layout.entities[destination].name
+            guard ids.allSatisfy({ $0.entity == name }) else { return false }
+            w.write(ValueTag.objects.rawValue)
+            w.writeVarint(ids.count)
+            for id in ids {
+                w.writeVarint(destination)
+                w.writeVarint(id.number)
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
     /// Appends a validated transaction as a framed record.
     func encodeFrame(_ record: TransactionRecord, into w: inout ByteWriter) {
         let start = w.beginFrame(.transaction)
@@ -156,6 +220,12 @@ final class RecordCodec: Sendable {
         w.writeVarint(record.inserted.count)
         var cache = EntityCache()
         for row in record.inserted { writeRow(row, into: &w, cache: &cache) }
+        encodeChanges(record, into: &w)
+        w.finishFrame(at: start, seed: seed)
+    }
+
+    /// Writes a transaction's updates and deletions (after its inserted rows).
+    private func encodeChanges(_ record: TransactionRecord, into w: inout ByteWriter) {
         w.writeVarint(record.updated.count)
         for update in record.updated {
             w.writeVarint(entityIndex(update.id.entity))
@@ -168,7 +238,6 @@ final class RecordCodec: Sendable {
         }
         w.writeVarint(record.deleted.count)
         for id in record.deleted { w.writeObjectID(id, entityIndexes: layout.entityIndexes) }
-        w.finishFrame(at: start, seed: seed)
     }
 
     // MARK: - Decoding
