@@ -135,9 +135,10 @@ struct ByteWriter: Sendable {
 // Unchecked sendability: the storage belongs to one ByteWriter, used by one thread at a
 // time; the journal's buffer pool hands writers from thread to thread under its lock.
 final class ByteStorage: @unchecked Sendable {
-    var base: UnsafeMutableRawPointer
-    var capacity: Int
-    var count = 0
+    // One user at a time (above), so the runtime's dynamic exclusivity checks are skipped.
+    @exclusivity(unchecked) var base: UnsafeMutableRawPointer
+    @exclusivity(unchecked) var capacity: Int
+    @exclusivity(unchecked) var count = 0
 
     init(capacity: Int) {
         self.capacity = capacity
