@@ -26,7 +26,7 @@ struct DurabilityScenario: Scenario {
                     rates.append(outcome.rate)
                     latencies += outcome.latencies
                     syncsPerSave.append(outcome.syncsPerSave)
-                    bytesPerSave = outcome.bytesPerSave
+                    if durability == .full && writers == 1 { bytesPerSave = outcome.bytesPerSave }
                 }
                 let rate = Measure.median(rates)
                 if durability == .full { fullRates[writers] = rate }

@@ -186,6 +186,13 @@ public final class Journal: Sendable {
     /// - Throws: ``StoreError/Code/invalidTransaction`` (nothing queued),
     ///   ``StoreError/Code/poisoned``, ``StoreError/Code/closed``, ``StoreError/Code/readOnly``.
     public func enqueue(_ record: TransactionRecord) throws(StoreError) {
+        try enqueue(record, validated: false)
+    }
+
+    /// Queues a transaction; `validated` says the caller has already checked it against the
+    /// schema with ``RecordCodec/validate(_:)`` (the store does, before applying it), so it
+    /// is only encoded.
+    func enqueue(_ record: TransactionRecord, validated: Bool) throws(StoreError) {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
@@ -198,7 +205,11 @@ public final class Journal: Sendable {
                 encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(writer) } }
             }
         }
-        try codec.encodeValidating(record, into: &writer)
+        if validated {
+            codec.encodeFrame(record, into: &writer)
+        } else {
+            try codec.encodeValidating(record, into: &writer)
+        }
         guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
             throw StoreError(.invalidTransaction,
                              "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",

@@ -35,7 +35,7 @@ extension Store {
             let notification = plan.notification(for: record, in: next)
             pending.withLock { $0.append((next, notification)) }
             do throws(StoreError) {
-                try journal.enqueue(record)
+                try journal.enqueue(record, validated: true)  // `plan.record` validated it
             } catch {
                 pending.withLock { _ = $0.popLast() }
                 throw error
