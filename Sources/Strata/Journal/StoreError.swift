@@ -54,6 +54,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let deleteRule = Code("deleteRule")
         /// The object does not exist.
         public static let objectNotFound = Code("objectNotFound")
+        /// The object was deleted by another context; its last snapshot is all that is left.
+        public static let objectDeleted = Code("objectDeleted")
+        /// A custom validation rule refused the object.
+        public static let validationFailed = Code("validationFailed")
     }
 
     /// The kind of failure.

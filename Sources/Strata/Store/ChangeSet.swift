@@ -78,4 +78,7 @@ public struct CommitResult: Sendable {
     public var generation: Generation
     /// Conflicts that the merge policy resolved (empty under ``MergePolicy/error``).
     public var resolvedConflicts: [Conflict]
+    /// What the transaction changed (as ``Store/commits()`` delivers it); `nil` when the
+    /// merge policy left nothing to commit.
+    public var notification: CommitNotification?
 }

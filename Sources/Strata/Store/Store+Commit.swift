@@ -18,11 +18,11 @@ extension Store {
     public func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
         guard !changes.isEmpty else {
             let generation = currentGeneration
-            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [])
+            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [], notification: nil)
         }
         let journal = self.journal
-        let (number, generation, resolved) = try commitState.withLock {
-            (s) throws(StoreError) -> (UInt64?, Generation, [Conflict]) in
+        let (notification, generation, resolved) = try commitState.withLock {
+            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict]) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
             let record = try plan.record(number: s.head.transaction + 1, codec: journal.codec)
             // The merge policy may have dropped every change: then there is nothing to commit.
@@ -41,14 +41,15 @@ extension Store {
                 throw error
             }
             s.head = next
-            return (record.number, next, plan.resolved)
+            return (notification, next, plan.resolved)
         }
-        guard let number else {
-            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved)
+        guard let notification else {
+            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }
+        let number = notification.transaction
         try await journal.waitUntilDurable(number)
         await ensurePublished(number)
-        return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved)
+        return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved, notification: notification)
     }
 }
 

@@ -36,7 +36,7 @@ public final class Store: Sendable {
     let pending = Mutex<[(generation: Generation, notification: CommitNotification)]>([])
     /// What readers see. Never held while anything else is done.
     private let published: Mutex<Generation>
-    private let subscribers = Mutex(Subscribers())
+    private let subscribers = Broadcast<CommitNotification>()
     /// Publishes generations and delivers notifications in transaction order.
     private let deliveryQueue = DispatchQueue(label: "strata.store.delivery")
 
@@ -45,12 +45,6 @@ public final class Store: Sendable {
         var head: Generation
         /// The highest object number handed out per entity (by storage index).
         var allocated: [UInt64]
-    }
-
-    /// The open notification streams; none are added once the store is closed.
-    private struct Subscribers: Sendable {
-        var streams: [UUID: AsyncStream<CommitNotification>.Continuation] = [:]
-        var isClosed = false
     }
 
     private init(journal: Journal, generation: Generation) {
@@ -109,20 +103,7 @@ public final class Store: Sendable {
     /// A stream of every transaction committed from now on, in order, each delivered once
     /// its generation is published. It ends when the store is closed (at once if it already is).
     public func commits() -> AsyncStream<CommitNotification> {
-        let (stream, continuation) = AsyncStream.makeStream(of: CommitNotification.self)
-        let id = UUID()
-        let added = subscribers.withLock { s in
-            if !s.isClosed { s.streams[id] = continuation }
-            return !s.isClosed
-        }
-        guard added else {
-            continuation.finish()  // closed: nothing more will be committed
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        subscribers.subscribe()
     }
 
     /// Publishes every pending generation up to transaction `durable`, in order, and
@@ -136,10 +117,7 @@ public final class Store: Sendable {
         }
         guard let newest = ready.last else { return }
         published.withLock { $0 = newest.generation }
-        let streams = subscribers.withLock { Array($0.streams.values) }
-        for item in ready {
-            for stream in streams { stream.yield(item.notification) }
-        }
+        subscribers.yield(contentsOf: ready.map(\.notification))
     }
 
     /// Makes sure transaction `number` is published before a commit returns it (the
@@ -168,11 +146,7 @@ public final class Store: Sendable {
     public func close() async {
         await journal.close()
         await ensurePublished(journal.lastDurableTransaction)
-        let streams = subscribers.withLock { s in
-            defer { s = Subscribers(isClosed: true) }
-            return Array(s.streams.values)
-        }
-        for stream in streams { stream.finish() }
+        subscribers.finish()
     }
 }
 

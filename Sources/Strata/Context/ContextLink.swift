@@ -1,0 +1,75 @@
+import Synchronization
+
+/// What a context shares with its graph and its children, readable from any isolation:
+/// its place in the tree, its published pending changes, its pinned generation.
+final class ContextLink: Sendable {
+    enum Parent: Sendable {
+        case coordinator(Coordinator)
+        case context(ContextLink)
+    }
+
+    let parent: Parent
+    /// The coordinator at the root of the tree.
+    let coordinator: Coordinator
+    let name: String
+    let executor: ContextExecutor
+    let observer: ContextObserver?
+    /// The context's pending changes as its children see them.
+    let published: Mutex<PendingLayer>
+    /// The generation a root context reads, when pinned.
+    let pinned = Mutex<Generation?>(nil)
+    /// Saves, merges and child saves that changed this context, for children that merge automatically.
+    let changes = Broadcast<DidSave>()
+
+    init(parent: Parent, name: String, executor: ContextExecutor) {
+        self.parent = parent
+        self.name = name
+        self.executor = executor
+        switch parent {
+        case .coordinator(let coordinator):
+            self.coordinator = coordinator
+            self.observer = coordinator.observer
+        case .context(let link):
+            self.coordinator = link.coordinator
+            self.observer = link.observer
+        }
+        published = Mutex(PendingLayer(schema: coordinator.store.schema))
+    }
+
+    var schema: Schema { coordinator.store.schema }
+    var models: ModelRegistry { coordinator.models }
+    var isRoot: Bool { if case .coordinator = parent { true } else { false } }
+
+    /// What this context reads through: its parent's published state.
+    func sourceView() -> ContextView {
+        switch parent {
+        case .coordinator(let coordinator):
+            ContextView(generation: pinned.withLock { $0 } ?? coordinator.currentGeneration, layers: [])
+        case .context(let link):
+            link.childView()
+        }
+    }
+
+    /// What this context's children read through: its source overlaid with its own pending changes.
+    func childView() -> ContextView {
+        var view = sourceView()
+        let layer = published.withLock { $0 }
+        if !layer.isEmpty { view.layers.insert(layer, at: 0) }
+        return view
+    }
+
+    func allocateObjectID(entity: String) -> ObjectID {
+        coordinator.store.allocateObjectIDs(for: entity, count: 1)[0]
+    }
+
+    /// Runs `body`, reporting its duration to the observer.
+    func measure<T, E: Error>(_ operation: ContextEvent.Operation, objects: (T) -> Int, _ body: () throws(E) -> T) throws(E) -> T {
+        guard let observer else { return try body() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = try body()
+        observer(ContextEvent(context: name, executor: executor.kind, operation: operation, start: start,
+                              duration: clock.now - start, objectCount: objects(result)))
+        return result
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// What a save changed, as a `Sendable` value: posted by a context after each save (to the
+/// store or to its parent), and what ``ObjectContext/merge(_:)`` takes.
+///
+/// ```swift
+/// for await save in importContext.didSave() {
+///     await viewContext.perform { context in context.merge(save) }
+/// }
+/// ```
+public struct DidSave: Sendable, Hashable {
+    /// The store transaction, or `nil` for a save into a parent context.
+    public var transaction: UInt64?
+    /// The saving context's name (or the transaction's author).
+    public var author: String
+    /// Objects created.
+    public var inserted: [ObjectID]
+    /// Objects changed.
+    public var updated: [ObjectID]
+    /// Objects deleted.
+    public var deleted: [ObjectID]
+    /// For each changed object, the names of the keys that changed.
+    public var changedKeys: [ObjectID: [String]]
+    /// The new values of every inserted and changed object (all its values, storage order).
+    public var values: [ObjectID: [Value]]
+    /// The context that saved, so that it can skip its own saves when merging.
+    var origin: ObjectIdentifier?
+
+    /// Creates a did-save value.
+    public init(
+        transaction: UInt64?, author: String, inserted: [ObjectID] = [], updated: [ObjectID] = [], deleted: [ObjectID] = [],
+        changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+    ) {
+        self.transaction = transaction
+        self.author = author
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.changedKeys = changedKeys
+        self.values = values
+    }
+
+    /// The did-save of a committed transaction (from ``Store/commits()`` or ``Coordinator/didSave()``).
+    public init(_ commit: CommitNotification) {
+        self.init(transaction: commit.transaction, author: commit.author, inserted: commit.inserted, updated: commit.updated,
+                  deleted: commit.deleted, changedKeys: commit.changedKeys, values: commit.values)
+    }
+
+    /// Whether the save changed nothing.
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// What changed in a context since its previous objects-did-change notification: posted
+/// after each turn of work (``ObjectContext/perform(_:)``, a save, a merge, a rollback),
+/// with IDs so that it is `Sendable`; map them to objects with
+/// ``ObjectContext/registeredObject(for:)`` inside the context.
+public struct ObjectsDidChange: Sendable, Hashable {
+    /// Objects inserted.
+    public var inserted: Set<ObjectID> = []
+    /// Objects whose values changed in this context, with the keys.
+    public var updated: [ObjectID: Set<String>] = [:]
+    /// Objects deleted in this context.
+    public var deleted: Set<ObjectID> = []
+    /// Objects whose values were replaced from outside: merged, refreshed, rolled back.
+    public var refreshed: Set<ObjectID> = []
+    /// Objects that are no longer valid here (deleted elsewhere, or removed by a rollback).
+    public var invalidated: Set<ObjectID> = []
+    /// Whether every object was invalidated (``ObjectContext/reset()``).
+    public var invalidatedAll = false
+
+    /// Creates an empty notification.
+    public init() {}
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty && !invalidatedAll
+    }
+
+    mutating func noteUpdate(_ id: ObjectID, key: String) {
+        guard !inserted.contains(id) else { return }
+        updated[id, default: []].insert(key)
+    }
+}
+
+/// One operation a context ran, for instrumentation: how long it occupied the context's
+/// executor (the main actor, for a `.main` context), and how many objects it touched.
+///
+/// ```swift
+/// let coordinator = Coordinator(store: store, observer: { event in
+///     if event.executor == .main { mainActorBusy += event.duration }
+/// })
+/// ```
+public struct ContextEvent: Sendable, Hashable {
+    /// What the context did.
+    public enum Operation: String, Sendable, Hashable, CaseIterable {
+        /// A save: validating and capturing changes, then applying the result (waiting for
+        /// the parent or the disk is not counted).
+        case save
+        /// Merging a did-save.
+        case merge
+        /// Fetching objects.
+        case fetch
+        /// Applying a child context's save.
+        case applyChildSave
+        /// Processing pending changes at the end of a turn (publishing them to children,
+        /// posting objects-did-change).
+        case processPendingChanges
+    }
+
+    /// The context's name.
+    public var context: String
+    /// The context's executor kind.
+    public var executor: ContextExecutor.Kind
+    /// The operation.
+    public var operation: Operation
+    /// When it started.
+    public var start: ContinuousClock.Instant
+    /// How long it ran on the context's executor.
+    public var duration: Duration
+    /// How many objects it touched.
+    public var objectCount: Int
+}
+
+/// Receives every ``ContextEvent``; called on the context's executor, so keep it short.
+public typealias ContextObserver = @Sendable (ContextEvent) -> Void

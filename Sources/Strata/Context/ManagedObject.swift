@@ -1,0 +1,199 @@
+/// An object of the graph, bound to one ``ObjectContext``.
+///
+/// A managed object is not `Sendable`: it lives in its context's isolation, and the compiler
+/// rejects handing it to another context. Pass its ``objectID`` instead and ask the other
+/// context for its own instance with ``ObjectContext/object(with:)``.
+///
+/// Subclass it for typed properties, naming each stored key once:
+///
+/// ```swift
+/// final class Song: ManagedObject {
+///     @Managed("title") var title: String
+///     @Managed("duration") var duration: Double?
+///     @ToOne("artist") var artist: Artist?
+/// }
+/// song.title = "Thunderstruck"          // typed
+/// song["title"] = .string("T.N.T.")     // dynamic, for every key
+/// ```
+///
+/// An object may be a *fault*: its values are loaded from the parent the first time one is
+/// read. An object deleted by another context becomes a tombstone (``isDeletedElsewhere``):
+/// reading it gives its last snapshot, and ``value(forKey:)`` throws ``StoreError/Code/objectDeleted``.
+open class ManagedObject {
+    /// The object's permanent identity.
+    public let objectID: ObjectID
+    /// The context's graph. Strong; the context breaks the cycle when it goes away.
+    final let graph: ObjectGraph
+    final let entityIndex: Int
+
+    /// The values, in storage order; empty while the object is a fault.
+    final var storage: [Value] = []
+    final var isLoaded = false
+    /// The row the object was read as (its parent's values and store version); `nil` for an
+    /// object inserted in this context.
+    final var base: [Value]?
+    final var baseVersion: UInt64 = 0
+    /// Storage indexes changed since ``base`` (every key, for an inserted object).
+    final var changedKeys: Set<Int> = []
+    final var lifecycle: Lifecycle = .persistent
+    /// The graph's change counter when the object last changed.
+    final var lastChange: UInt64 = 0
+
+    enum Lifecycle: Equatable {
+        case inserted
+        case persistent
+        /// Deleted in this context; the deletion is pending.
+        case deleted
+        /// Inserted and then deleted before any save: nothing to save.
+        case discarded
+        /// No longer exists: deleted by another context (merged), by a save, or missing
+        /// from the store when it was loaded. Its last snapshot stays readable.
+        case deletedElsewhere
+    }
+
+    /// The entity a model class stands for: the class's name unless overridden.
+    open class var entityName: String { String(describing: self) }
+
+    /// Created by contexts only.
+    public required init(_ token: ObjectToken) {
+        self.objectID = token.id
+        self.graph = token.graph
+        self.entityIndex = token.entityIndex
+    }
+
+    /// Called once when the object is inserted (not when it is loaded or migrated): set
+    /// defaults that depend on code here. Call `super`.
+    open func awakeFromInsert() {}
+
+    /// Custom validation, run for every inserted or changed object when it is saved (to a
+    /// parent context or to the store). Throw ``StoreError`` with code
+    /// ``StoreError/Code/validationFailed`` (see ``ManagedObject/validationError(_:key:)``) to refuse the save.
+    open func validateForSave() throws(StoreError) {}
+
+    /// An error for ``validateForSave()`` that names this object and key.
+    public final func validationError(_ message: String, key: String? = nil) -> StoreError {
+        StoreError(.validationFailed, "\(objectID)\(key.map { ".\($0)" } ?? ""): \(message)", object: objectID, key: key)
+    }
+
+    // MARK: - State
+
+    /// The entity this object belongs to.
+    public final var entity: Entity { graph.schema.entities[entityIndex] }
+
+    /// Whether the object was inserted and not yet saved.
+    public final var isInserted: Bool { lifecycle == .inserted }
+    /// Whether the object is deleted in this context (pending save) or was deleted elsewhere.
+    public final var isDeleted: Bool { lifecycle == .deleted || lifecycle == .discarded || lifecycle == .deletedElsewhere }
+    /// Whether the object no longer exists: another context deleted it (merged), a save of
+    /// its deletion completed, or it was missing when it was loaded. Its properties give its
+    /// last snapshot; ``value(forKey:)`` throws.
+    public final var isDeletedElsewhere: Bool { lifecycle == .deletedElsewhere }
+    /// Whether the object has changes that a save would write.
+    public final var hasChanges: Bool {
+        switch lifecycle {
+        case .inserted, .deleted: true
+        case .persistent: !changedKeys.isEmpty
+        case .discarded, .deletedElsewhere: false
+        }
+    }
+    /// Whether the values are not loaded yet.
+    public final var isFault: Bool { !isLoaded }
+
+    /// The keys changed since the object was read (every set key, for an inserted object),
+    /// with their new values.
+    public final var changedValues: [String: Value] {
+        graph.load(self)
+        var result: [String: Value] = [:]
+        for index in changedKeys { result[entity.property(at: index).name] = storage[index] }
+        return result
+    }
+
+    /// The values the object was read with, for the keys changed since (`nil` for an inserted object).
+    public final var committedValues: [String: Value]? {
+        guard let base else { return nil }
+        var result: [String: Value] = [:]
+        for index in changedKeys { result[entity.property(at: index).name] = base[index] }
+        return result
+    }
+
+    // MARK: - Dynamic access
+
+    /// The value of a key. Setting one traps for an unknown key or a value of the wrong
+    /// type; use ``setValue(_:forKey:)`` to get a thrown error instead.
+    public final subscript(key: String) -> Value {
+        get { graph.read(self, index: graph.index(of: key, in: self)) }
+        set {
+            do throws(StoreError) {
+                try graph.write(self, index: graph.index(of: key, in: self), value: newValue)
+            } catch {
+                preconditionFailure("\(error)")
+            }
+        }
+    }
+
+    /// The value of a key, or an error naming the object if it was deleted elsewhere.
+    public final func value(forKey key: String) throws(StoreError) -> Value {
+        let index = try graph.checkedIndex(of: key, in: self)
+        if lifecycle == .deletedElsewhere {
+            throw StoreError(.objectDeleted, "\(objectID) was deleted by another context; its last snapshot is still readable through its properties",
+                             object: objectID, key: key)
+        }
+        return graph.read(self, index: index)
+    }
+
+    /// Sets the value of a key, keeping inverse relationships in step.
+    /// - Throws: ``StoreError`` naming the object and key: `invalidValue` (unknown key,
+    ///   wrong type, a relationship target of another entity), `objectDeleted`, `objectNotFound`.
+    public final func setValue(_ value: Value, forKey key: String) throws(StoreError) {
+        try graph.write(self, index: try graph.checkedIndex(of: key, in: self), value: value)
+    }
+
+    /// The object a to-one relationship refers to (a fault if not loaded).
+    public final func relatedObject(forKey key: String) -> ManagedObject? {
+        guard case .object(let id) = self[key] else { return nil }
+        return graph.object(with: id)
+    }
+
+    /// The objects a to-many relationship refers to, in order.
+    public final func relatedObjects(forKey key: String) -> [ManagedObject] {
+        guard case .objects(let ids) = self[key] else { return [] }
+        return ids.map { graph.object(with: $0) }
+    }
+
+    /// Sets a to-one relationship.
+    public final func setRelatedObject(_ object: ManagedObject?, forKey key: String) {
+        self[key] = graph.reference(to: object, from: self, key: key)
+    }
+
+    /// Sets a to-many relationship (an ordered list without duplicates).
+    public final func setRelatedObjects(_ objects: [ManagedObject], forKey key: String) {
+        self[key] = .objects(objects.map { graph.reference(to: $0, from: self, key: key).objectID! })
+    }
+}
+
+extension ManagedObject: CustomStringConvertible {
+    public var description: String {
+        var text = "<\(objectID)"
+        switch lifecycle {
+        case .inserted: text += " inserted"
+        case .deleted, .discarded: text += " deleted"
+        case .deletedElsewhere: text += " deleted elsewhere"
+        case .persistent: if !changedKeys.isEmpty { text += " changed" }
+        }
+        if !isLoaded { return text + " fault>" }
+        let names = entity.propertyNames
+        return text + " " + zip(names, storage).map { "\($0)=\($1)" }.joined(separator: " ") + ">"
+    }
+}
+
+/// What a context passes to ``ManagedObject/init(_:)``. Only contexts make one.
+public struct ObjectToken {
+    let id: ObjectID
+    let graph: ObjectGraph
+    let entityIndex: Int
+}
+
+extension Value {
+    /// The object ID of a to-one value, or `nil`.
+    var objectID: ObjectID? { if case .object(let id) = self { id } else { nil } }
+}

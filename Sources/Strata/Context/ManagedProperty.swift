@@ -1,0 +1,188 @@
+import Foundation
+
+/// A Swift type that an attribute's ``Value`` converts to and from, for typed properties
+/// of model classes (``Managed``).
+public protocol ValueConvertible {
+    /// The value read when the stored value is `nil` or of another type (a new object's
+    /// required attribute before it is set; saving then fails naming the key).
+    static var emptyValue: Self { get }
+    /// Converts a stored value; `nil` if it is not of this type.
+    init?(value: Value)
+    /// The stored form.
+    var value: Value { get }
+}
+
+extension String: ValueConvertible {
+    public static var emptyValue: String { "" }
+    public init?(value: Value) { if case .string(let v) = value { self = v } else { return nil } }
+    public var value: Value { .string(self) }
+}
+
+extension Int: ValueConvertible {
+    public static var emptyValue: Int { 0 }
+    public init?(value: Value) { if case .int(let v) = value, let i = Int(exactly: v) { self = i } else { return nil } }
+    public var value: Value { .int(Int64(self)) }
+}
+
+extension Int64: ValueConvertible {
+    public static var emptyValue: Int64 { 0 }
+    public init?(value: Value) { if case .int(let v) = value { self = v } else { return nil } }
+    public var value: Value { .int(self) }
+}
+
+extension Double: ValueConvertible {
+    public static var emptyValue: Double { 0 }
+    public init?(value: Value) { if case .double(let v) = value { self = v } else { return nil } }
+    public var value: Value { .double(self) }
+}
+
+extension Bool: ValueConvertible {
+    public static var emptyValue: Bool { false }
+    public init?(value: Value) { if case .bool(let v) = value { self = v } else { return nil } }
+    public var value: Value { .bool(self) }
+}
+
+extension Date: ValueConvertible {
+    public static var emptyValue: Date { Date(timeIntervalSince1970: 0) }
+    public init?(value: Value) { if case .date(let v) = value { self = v } else { return nil } }
+    public var value: Value { .date(self) }
+}
+
+extension Data: ValueConvertible {
+    public static var emptyValue: Data { Data() }
+    public init?(value: Value) { if case .data(let v) = value { self = v } else { return nil } }
+    public var value: Value { .data(self) }
+}
+
+extension UUID: ValueConvertible {
+    public static var emptyValue: UUID { UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+    public init?(value: Value) { if case .uuid(let v) = value { self = v } else { return nil } }
+    public var value: Value { .uuid(self) }
+}
+
+extension Optional: ValueConvertible where Wrapped: ValueConvertible {
+    public static var emptyValue: Wrapped? { nil }
+    public init?(value: Value) {
+        if value.isNull {
+            self = .none
+        } else if let wrapped = Wrapped(value: value) {
+            self = .some(wrapped)
+        } else {
+            return nil
+        }
+    }
+    public var value: Value { self?.value ?? .null }
+}
+
+/// A typed attribute of a model class, stored under `key`.
+///
+/// ```swift
+/// final class Artist: ManagedObject {
+///     @Managed("name") var name: String
+///     @Managed("founded") var founded: Date?
+/// }
+/// ```
+@propertyWrapper
+public struct Managed<T: ValueConvertible> {
+    let key: String
+    var index = -1
+
+    /// Declares the attribute stored under `key`.
+    public init(_ key: String) { self.key = key }
+
+    @available(*, unavailable, message: "@Managed properties are only available on ManagedObject subclasses")
+    public var wrappedValue: T {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    public static subscript<Object: ManagedObject>(
+        _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, T>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+    ) -> T {
+        get {
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            return T(value: object.graph.read(object, index: index)) ?? T.emptyValue
+        }
+        set {
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            object.graph.writeOrTrap(object, index: index, value: newValue.value)
+        }
+    }
+}
+
+/// A typed to-one relationship of a model class, stored under `key`. Setting it updates the
+/// inverse relationship of the old and new destinations.
+///
+/// ```swift
+/// @ToOne("artist") var artist: Artist?
+/// ```
+@propertyWrapper
+public struct ToOne<Destination: ManagedObject> {
+    let key: String
+    var index = -1
+
+    /// Declares the relationship stored under `key`.
+    public init(_ key: String) { self.key = key }
+
+    @available(*, unavailable, message: "@ToOne properties are only available on ManagedObject subclasses")
+    public var wrappedValue: Destination? {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    public static subscript<Object: ManagedObject>(
+        _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Destination?>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+    ) -> Destination? {
+        get {
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            guard case .object(let id) = object.graph.read(object, index: index) else { return nil }
+            return object.graph.object(with: id, as: Destination.self)
+        }
+        set {
+            let key = object[keyPath: storageKeyPath].key
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object)
+            object.graph.writeOrTrap(object, index: index, value: object.graph.reference(to: newValue, from: object, key: key))
+        }
+    }
+}
+
+/// A typed to-many relationship of a model class (an ordered list), stored under `key`.
+/// Setting it updates the inverse relationship of every object added or removed.
+///
+/// ```swift
+/// @ToMany("songs") var songs: [Song]
+/// artist.songs.append(song)
+/// ```
+@propertyWrapper
+public struct ToMany<Destination: ManagedObject> {
+    let key: String
+    var index = -1
+
+    /// Declares the relationship stored under `key`.
+    public init(_ key: String) { self.key = key }
+
+    @available(*, unavailable, message: "@ToMany properties are only available on ManagedObject subclasses")
+    public var wrappedValue: [Destination] {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    public static subscript<Object: ManagedObject>(
+        _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Destination]>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+    ) -> [Destination] {
+        get {
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            guard case .objects(let ids) = object.graph.read(object, index: index) else { return [] }
+            return ids.map { object.graph.object(with: $0, as: Destination.self) }
+        }
+        set {
+            let key = object[keyPath: storageKeyPath].key
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object)
+            let ids = newValue.map { object.graph.reference(to: $0, from: object, key: key).objectID! }
+            object.graph.writeOrTrap(object, index: index, value: .objects(ids))
+        }
+    }
+}

@@ -1,0 +1,435 @@
+import Synchronization
+
+/// A scratch pad of objects: where objects are read, changed, inserted and deleted, then
+/// saved to a parent (a ``Coordinator``, or another context) or thrown away.
+///
+/// A context is an actor. Its executor is either the main actor's (`.main`, for UI code) or
+/// its own serial queue (`.privateQueue(label)`); its objects live in its isolation and the
+/// compiler keeps them there. Work goes through ``perform(_:)`` from anywhere, or
+/// ``performAndWait(_:)`` synchronously from `@MainActor` code for a `.main` context:
+///
+/// ```swift
+/// let viewContext = ObjectContext(coordinator: coordinator, executor: .main, name: "view")
+/// let id = try await viewContext.perform { context in
+///     let artist = context.insert(Artist.self)
+///     artist.name = "AC/DC"
+///     return artist.objectID
+/// }
+/// try await viewContext.save()
+///
+/// let editor = ObjectContext(parent: viewContext, executor: .privateQueue("editor"), name: "editor")
+/// try await editor.perform { context in
+///     context.object(with: id, as: Artist.self).name = "AC⚡︎DC"
+/// }
+/// // Drop `editor` to discard the edit, or save it into the view context:
+/// try await editor.save()
+/// ```
+///
+/// Children read their parent's pending changes as of the parent's last turn of work (the
+/// end of each `perform`, save, merge or rollback). A save validates everything first
+/// (required values, limits, custom rules, `deny` rules and unique attributes, in every
+/// tier) and changes nothing if anything fails.
+public actor ObjectContext {
+    nonisolated let link: ContextLink
+    /// The parent context, for a child context.
+    public nonisolated let parentContext: ObjectContext?
+    private nonisolated let queueExecutor: DispatchQueueExecutor?
+    let graph: ObjectGraph
+
+    /// How a save to the store resolves conflicts with what others committed since the
+    /// objects were read, and how merges treat keys both sides changed. Default ``MergePolicy/error``.
+    public var mergePolicy: MergePolicy = .error
+    /// Whether the context merges other contexts' saves as they happen: for a context on a
+    /// coordinator, every commit to the store by anyone else (other contexts, other
+    /// coordinators); for a child, every change of its parent it did not make itself.
+    public var automaticallyMergesChanges = false {
+        didSet { updateMergeSubscription() }
+    }
+
+    private var mergeTask: Task<Void, Never>?
+    private var isSaving = false
+    private var saveWaiters: [CheckedContinuation<Void, Never>] = []
+    private nonisolated let saves = Broadcast<DidSave>()
+    private nonisolated let changes = Broadcast<ObjectsDidChange>()
+    private nonisolated let conflicts = Broadcast<[Conflict]>()
+
+    /// Creates a context whose parent is a coordinator.
+    public init(coordinator: Coordinator, executor: ContextExecutor = .privateQueue("strata.context"), name: String = "context") {
+        self.init(link: ContextLink(parent: .coordinator(coordinator), name: name, executor: executor), parent: nil)
+    }
+
+    /// Creates a child context: it reads through `parent` (including the parent's unsaved
+    /// changes) and saves into it.
+    public init(parent: ObjectContext, executor: ContextExecutor = .privateQueue("strata.context"), name: String = "child") {
+        self.init(link: ContextLink(parent: .context(parent.link), name: name, executor: executor), parent: parent)
+    }
+
+    private init(link: ContextLink, parent: ObjectContext?) {
+        self.link = link
+        self.parentContext = parent
+        switch link.executor {
+        case .main: queueExecutor = nil
+        case .privateQueue(let label): queueExecutor = DispatchQueueExecutor(label: label)
+        }
+        graph = ObjectGraph(link: link)
+    }
+
+    isolated deinit {
+        mergeTask?.cancel()
+        graph.tearDown()
+        saves.finish()
+        changes.finish()
+        conflicts.finish()
+        link.changes.finish()
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        queueExecutor?.asUnownedSerialExecutor() ?? MainActor.sharedUnownedExecutor
+    }
+
+    /// The context's name: the author of its saves, and its name in instrumentation.
+    public nonisolated var name: String { link.name }
+    /// Where the context runs.
+    public nonisolated var executor: ContextExecutor { link.executor }
+    /// The coordinator at the root of the context's tree.
+    public nonisolated var coordinator: Coordinator { link.coordinator }
+    /// The schema of the objects.
+    public nonisolated var schema: Schema { link.schema }
+
+    // MARK: - Doing work
+
+    /// Runs `body` in the context, then processes pending changes (posting
+    /// objects-did-change and publishing them to child contexts).
+    public func perform<T: Sendable>(_ body: @Sendable (isolated ObjectContext) async throws -> T) async rethrows -> T {
+        defer { processPendingChanges() }
+        return try await body(self)
+    }
+
+    /// Runs `body` synchronously in a `.main` context from `@MainActor` code, then processes
+    /// pending changes. Traps for a private-queue context (use ``perform(_:)``).
+    @MainActor
+    public func performAndWait<T: Sendable>(_ body: (isolated ObjectContext) throws -> T) rethrows -> T {
+        precondition(link.executor == .main, "performAndWait: context \"\(link.name)\" runs on a private queue; use `await perform { }`")
+        // The context's executor is the main actor's and this runs on it, so the caller's
+        // main-actor closure and the context's isolation are one and the same thread of work.
+        return try withoutActuallyEscaping(body) { body throws -> T in
+            nonisolated(unsafe) let body = body
+            return try assumeIsolated { context in
+                defer { context.processPendingChanges() }
+                return try body(context)
+            }
+        }
+    }
+
+    /// Posts objects-did-change for the changes since the last call, and publishes the
+    /// pending changes to child contexts. Called at the end of every turn of work.
+    public func processPendingChanges() {
+        let notification = graph.pendingNotification
+        graph.pendingNotification = ObjectsDidChange()
+        link.measure(.processPendingChanges, objects: { (_: Void) in notification.updated.count + notification.inserted.count }) {
+            let layer = graph.updateLayer()
+            link.published.withLock { $0 = layer }
+        }
+        if !notification.isEmpty { changes.yield(notification) }
+    }
+
+    // MARK: - Objects
+
+    /// Inserts a new object of a model class (registering the class for its entity in this context).
+    public func insert<T: ManagedObject>(_ type: T.Type) -> T {
+        let entity = graph.register(type)
+        return graph.insert(entity: entity) as! T
+    }
+
+    /// Inserts a new object of an entity.
+    public func insert(entity name: String) -> ManagedObject {
+        graph.insert(entity: graph.entityIndex(named: name))
+    }
+
+    /// Deletes an object, applying its relationships' delete rules (`deny` is checked when saving).
+    public func delete(_ object: ManagedObject) {
+        precondition(object.graph === graph, "delete: \(object.objectID) belongs to another context; pass its objectID and use object(with:)")
+        graph.delete(object)
+    }
+
+    /// The context's instance of an object: the one registered, or a fault that loads
+    /// when first read. No check that the object exists is made (see ``existingObject(with:)``).
+    public func object(with id: ObjectID) -> ManagedObject { graph.object(with: id) }
+
+    /// The context's instance of an object, as a model class. Traps if the entity's
+    /// objects are made by another class.
+    public func object<T: ManagedObject>(with id: ObjectID, as type: T.Type) -> T {
+        _ = graph.register(type)
+        return graph.object(with: id, as: type)
+    }
+
+    /// The context's instance of an object that exists (loaded).
+    /// - Throws: ``StoreError`` `objectNotFound` if it does not exist in this context's view.
+    public func existingObject(with id: ObjectID) throws(StoreError) -> ManagedObject {
+        guard schema.entityIndex(named: id.entity) != nil else {
+            throw StoreError(.objectNotFound, "\(id): schema \"\(schema.name)\" has no entity \"\(id.entity)\"", object: id)
+        }
+        let object = graph.object(with: id)
+        graph.load(object)
+        guard !object.isDeleted else {
+            throw StoreError(.objectNotFound, "\(id) does not exist in context \"\(name)\" (deleted, or never saved where this context can see it)", object: id)
+        }
+        return object
+    }
+
+    /// The object registered for an ID in this context, if any (no fault is made).
+    public func registeredObject(for id: ObjectID) -> ManagedObject? { graph.registeredObject(for: id) }
+
+    /// Every object registered in this context.
+    public var registeredObjects: [ManagedObject] { graph.registeredObjects }
+    /// Whether there is anything to save.
+    public var hasChanges: Bool { graph.hasChanges }
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: [ManagedObject] { graph.inserted.compactMap { graph.registeredObject(for: $0) } }
+    /// Objects with unsaved changes.
+    public var updatedObjects: [ManagedObject] { graph.updated.compactMap { graph.registeredObject(for: $0) } }
+    /// Objects deleted and not yet saved.
+    public var deletedObjects: [ManagedObject] { graph.deleted.compactMap { graph.registeredObject(for: $0) } }
+
+    /// Every object of an entity as this context sees it: its parent's objects (through the
+    /// whole chain, pending changes included) with this context's own inserts and deletes,
+    /// in object-ID order.
+    public func objects(ofEntity name: String) -> [ManagedObject] {
+        let entity = graph.entityIndex(named: name)
+        return link.measure(.fetch, objects: { $0.count }) { () -> [ManagedObject] in
+            var result: [ManagedObject] = []
+            let entityName = schema.entities[entity].name
+            link.sourceView().forEachRow(entity: entity) { number, row in
+                let object = graph.object(with: ObjectID(entity: entityName, number: number))
+                if !object.isLoaded {
+                    object.storage = row.values
+                    object.base = row.values
+                    object.baseVersion = row.version
+                    object.isLoaded = true
+                }
+                if object.lifecycle == .persistent { result.append(object) }
+            }
+            let known = Set(result.map(\.objectID))
+            result += graph.inserted.filter { $0.entity == entityName && !known.contains($0) }.compactMap { graph.registeredObject(for: $0) }
+            return result.sorted { $0.objectID < $1.objectID }
+        }
+    }
+
+    /// Every object of a model class's entity (see ``objects(ofEntity:)``).
+    public func objects<T: ManagedObject>(of type: T.Type) -> [T] {
+        _ = graph.register(type)
+        return objects(ofEntity: type.entityName).map { $0 as! T }
+    }
+
+    /// The object whose unique attribute has `value`, looking at this context's pending
+    /// changes and then its parent chain; `nil` if there is none.
+    public func find<T: ManagedObject>(_ type: T.Type, uniqueKey value: Value) -> T? {
+        let entity = graph.register(type)
+        precondition(schema.entities[entity].uniqueAttribute != nil, "find(uniqueKey:): \(type.entityName) declares no unique attribute")
+        return graph.uniqueHolder(entity: entity, value: value).map { graph.object(with: $0, as: type) }
+    }
+
+    /// The object whose unique attribute has `value`, or a new one inserted with it.
+    public func findOrCreate<T: ManagedObject>(_ type: T.Type, uniqueKey value: Value) -> T {
+        if let found = find(type, uniqueKey: value) { return found }
+        let entity = graph.register(type)
+        let object = graph.insert(entity: entity)
+        graph.writeOrTrap(object, index: schema.entities[entity].attributes.firstIndex(where: \.isUnique)!, value: value)
+        return object as! T
+    }
+
+    // MARK: - Undoing
+
+    /// Drops every unsaved change: changed and deleted objects get back the values they
+    /// were read with; inserted objects are removed (they become tombstones).
+    public func rollback() {
+        graph.rollback()
+        processPendingChanges()
+    }
+
+    /// Forgets every object: registered instances become tombstones (their last values
+    /// stay readable), and later requests give fresh instances read from the parent.
+    public func reset() {
+        graph.forgetAll()
+        processPendingChanges()
+    }
+
+    /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on
+    /// top; without, they are dropped and the object becomes a fault.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        precondition(object.graph === graph, "refresh: \(object.objectID) belongs to another context")
+        graph.refresh(object, mergeChanges: mergeChanges)
+        processPendingChanges()
+    }
+
+    // MARK: - Notifications
+
+    /// Every save of this context from now on (to the store or to its parent).
+    public nonisolated func didSave() -> AsyncStream<DidSave> { saves.subscribe() }
+
+    /// Objects-did-change notifications of this context from now on.
+    public nonisolated func objectsDidChange() -> AsyncStream<ObjectsDidChange> { changes.subscribe() }
+
+    /// The conflicts found by every merge from now on (keys both this context and the
+    /// merged save changed), after ``mergePolicy`` resolved them.
+    public nonisolated func mergeConflicts() -> AsyncStream<[Conflict]> { conflicts.subscribe() }
+
+    // MARK: - Query generations
+
+    /// Pins the context to the store's current generation: faults and fetches read it until
+    /// the context saves, merges or unpins. Only for contexts whose parent is a coordinator.
+    @discardableResult
+    public func pinQueryGeneration() -> UInt64 {
+        precondition(link.isRoot, "pinQueryGeneration: context \"\(name)\" is a child; pin its root context instead")
+        let generation = link.coordinator.currentGeneration
+        link.pinned.withLock { $0 = generation }
+        return generation.transaction
+    }
+
+    /// Follows the store's newest generation again.
+    public func unpinQueryGeneration() {
+        link.pinned.withLock { $0 = nil }
+    }
+
+    /// The transaction of the pinned generation, or `nil` when following the newest.
+    public var queryGeneration: UInt64? { link.pinned.withLock { $0?.transaction } }
+
+    /// Moves a pinned generation forward to at least `transaction`.
+    func advancePin(to generation: Generation?) {
+        link.pinned.withLock { pinned in
+            guard let current = pinned else { return }
+            let newest = generation ?? link.coordinator.currentGeneration
+            if newest.transaction > current.transaction { pinned = newest }
+        }
+    }
+}
+
+// MARK: - Saving
+
+extension ObjectContext {
+    /// Saves every pending change to the parent: into the parent context's pending changes,
+    /// or to the store through the coordinator (returning once durable under the store's
+    /// durability policy). Everything is validated first; a save that throws changes
+    /// nothing here, in the parent, or on disk.
+    /// - Throws: ``StoreError``: `missingValue`, `invalidValue`, `validationFailed`,
+    ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key;
+    ///   `conflict` with every conflicting key under ``MergePolicy/error``; the store's errors.
+    public func save() async throws(StoreError) {
+        await acquireSaveTurn()
+        defer { releaseSaveTurn() }
+        processPendingChanges()
+        guard graph.hasChanges else { return }
+        let capture = try link.measure(.save, objects: { $0.objectCount }) { () throws(StoreError) -> SaveCapture in
+            try graph.validateForSave()
+            return graph.captureSave()
+        }
+        let origin = ObjectIdentifier(self)
+        let didSave: DidSave
+        if let parentContext {
+            try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin))
+            didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
+                graph.finishSave(capture, committed: nil)
+                return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
+            }
+        } else {
+            let result = try await link.coordinator.commit(capture.changeSet(author: name, mergePolicy: mergePolicy))
+            didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
+                graph.finishSave(capture, committed: result.generation)
+                if var save = result.notification.map(DidSave.init) {
+                    save.origin = origin
+                    return save
+                }
+                return graph.didSave(of: capture, transaction: result.transaction, author: name, origin: origin)
+            }
+            advancePin(to: result.generation)
+        }
+        processPendingChanges()
+        saves.yield(didSave)
+        link.changes.yield(didSave)
+    }
+
+    /// Applies a child's save as this context's pending changes.
+    func applyChildSave(_ save: ChildSave) throws(StoreError) {
+        let didSave = try link.measure(.applyChildSave, objects: { _ in save.inserted.count + save.updated.count + save.deleted.count }) {
+            () throws(StoreError) -> DidSave in
+            try graph.applyChildSave(save)
+        }
+        processPendingChanges()
+        link.changes.yield(didSave)
+    }
+
+    private func acquireSaveTurn() async {
+        if isSaving {
+            await withCheckedContinuation { saveWaiters.append($0) }
+        }
+        isSaving = true
+    }
+
+    private func releaseSaveTurn() {
+        if saveWaiters.isEmpty {
+            isSaving = false
+        } else {
+            saveWaiters.removeFirst().resume()  // hand the turn over directly
+        }
+    }
+}
+
+// MARK: - Merging
+
+extension ObjectContext {
+    /// Merges another context's save into this context: registered objects without
+    /// pending changes take the new values; objects with pending changes keep them on top,
+    /// keys both sides changed being resolved by ``mergePolicy`` (``MergePolicy/error``
+    /// keeps ours and lets the next save report the conflict); deleted objects become
+    /// tombstones. Objects not registered here are not touched.
+    /// - Returns: the conflicting keys found.
+    @discardableResult
+    public func merge(_ save: DidSave) -> [Conflict] {
+        let found = link.measure(.merge, objects: { _ in save.inserted.count + save.updated.count + save.deleted.count }) {
+            graph.merge(save, policy: mergePolicy)
+        }
+        if save.transaction != nil { advancePin(to: nil) }
+        processPendingChanges()
+        if !found.isEmpty { conflicts.yield(found) }
+        link.changes.yield(save)
+        return found
+    }
+
+    /// Merges a committed transaction (see ``merge(_:)-(DidSave)``).
+    @discardableResult
+    public func merge(_ commit: CommitNotification) -> [Conflict] {
+        merge(DidSave(commit))
+    }
+
+    private func updateMergeSubscription() {
+        mergeTask?.cancel()
+        mergeTask = nil
+        guard automaticallyMergesChanges else { return }
+        let me = ObjectIdentifier(self)
+        let stream: AsyncStream<DidSave>
+        if parentContext != nil, case .context(let parentLink) = link.parent {
+            stream = parentLink.changes.subscribe()
+        } else {
+            let commits = link.coordinator.store.commits()
+            let (mapped, continuation) = AsyncStream.makeStream(of: DidSave.self)
+            let relay = Task {
+                for await commit in commits { continuation.yield(DidSave(commit)) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in relay.cancel() }
+            stream = mapped
+        }
+        mergeTask = Task { [weak self] in
+            for await save in stream {
+                guard save.origin != me else { continue }
+                guard let self else { return }
+                await self.mergeIfStillFollowing(save)
+            }
+        }
+    }
+
+    private func mergeIfStillFollowing(_ save: DidSave) {
+        guard automaticallyMergesChanges else { return }
+        merge(save)
+    }
+}

@@ -1,0 +1,379 @@
+/// The changes of one save, captured from a graph: what is sent, and the objects to
+/// update when it succeeds. Stays in the context's isolation.
+struct SaveCapture {
+    let stamp: UInt64
+    let inserted: [ManagedObject]
+    let insertedRows: [RowImage]
+    let updated: [ManagedObject]
+    let updates: [ObjectUpdate]
+    let deleted: [ManagedObject]
+
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+    var objectCount: Int { inserted.count + updated.count + deleted.count }
+
+    func changeSet(author: String, mergePolicy: MergePolicy) -> ChangeSet {
+        ChangeSet(author: author, inserted: insertedRows, updated: updates,
+                  deleted: deleted.map { ObjectDeletion(id: $0.objectID, baseVersion: $0.baseVersion) }, mergePolicy: mergePolicy)
+    }
+
+    func childSave(author: String, origin: ObjectIdentifier) -> ChildSave {
+        ChildSave(author: author, origin: origin, inserted: insertedRows,
+                  updated: updates.map { RowUpdate(id: $0.id, changes: $0.changes) }, deleted: deleted.map(\.objectID))
+    }
+}
+
+/// A child context's save, as its parent applies it.
+struct ChildSave: Sendable {
+    let author: String
+    let origin: ObjectIdentifier
+    let inserted: [RowImage]
+    let updated: [RowUpdate]
+    let deleted: [ObjectID]
+}
+
+extension ObjectGraph {
+    // MARK: - Validation
+
+    /// Checks every pending change as the store would, before anything is sent: required
+    /// values and limits, relationships to deleted objects, custom validation, `deny`
+    /// rules and unique attributes (against this context's objects and its parent's view).
+    func validateForSave() throws(StoreError) {
+        let changed = (inserted.union(updated)).sorted()
+        var claims: [Int: [Value: ObjectID]] = [:]
+        for id in changed {
+            let object = registered[id]!
+            let entity = schema.entities[object.entityIndex]
+            let keys = object.lifecycle == .inserted ? Array(0..<entity.propertyCount) : object.changedKeys.sorted()
+            for index in keys {
+                switch entity.property(at: index) {
+                case .attribute(let attribute):
+                    if let problem = AttributeCheck.problem(with: object.storage[index], for: attribute) {
+                        throw StoreError(object.storage[index].isNull ? .missingValue : .invalidValue,
+                                         "\(id).\(attribute.name): \(problem)", object: id, key: attribute.name)
+                    }
+                case .relationship(let relationship):
+                    let targets = Self.targets(object.storage[index])
+                    if targets.isEmpty && !relationship.isOptional {
+                        throw StoreError(.missingValue, "\(id).\(relationship.name): the relationship is required", object: id, key: relationship.name)
+                    }
+                    for target in targets {
+                        if let other = registered[target], other.lifecycle != .inserted && other.lifecycle != .persistent {
+                            throw StoreError(.danglingReference, "\(id).\(relationship.name) refers to \(target), which is deleted; remove it from the relationship",
+                                             object: id, key: relationship.name)
+                        }
+                    }
+                }
+            }
+            try object.validateForSave()
+            if let attribute = schema.layout.entities[object.entityIndex].uniqueAttribute, keys.contains(attribute),
+                !object.storage[attribute].isNull
+            {
+                let value = object.storage[attribute]
+                let key = entity.attributes[attribute].name
+                if let other = claims[object.entityIndex]?[value] {
+                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
+                }
+                claims[object.entityIndex, default: [:]][value] = id
+                // Another object of this save claiming the value is reported when it is reached ("given to both").
+                if let holder = uniqueHolder(entity: object.entityIndex, value: value, excluding: id), !claimsInThisSave(holder, attribute) {
+                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or use findOrCreate to reuse \(holder)",
+                                     object: id, key: key)
+                }
+            }
+        }
+        for id in deleted.sorted() {
+            let object = registered[id]!
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, info.deleteRule == .deny else { continue }
+                for target in Self.targets(object.storage[index]) {
+                    let other = self.object(with: target)
+                    load(other)
+                    if other.lifecycle == .inserted || other.lifecycle == .persistent,
+                        Self.targets(other.storage[info.inverseIndex]).contains(id)
+                    {
+                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
+                                         object: id, key: info.name)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `id` is saved with a (possibly new) value of its unique attribute.
+    private func claimsInThisSave(_ id: ObjectID, _ attribute: Int) -> Bool {
+        guard let object = registered[id] else { return false }
+        return object.lifecycle == .inserted || (object.lifecycle == .persistent && object.changedKeys.contains(attribute))
+    }
+
+    // MARK: - Capturing and finishing
+
+    func captureSave() -> SaveCapture {
+        let insertedObjects = inserted.sorted().map { registered[$0]! }
+        let updatedObjects = updated.sorted().map { registered[$0]! }
+        let deletedObjects = deleted.sorted().map { registered[$0]! }
+        return SaveCapture(
+            stamp: changeCounter,
+            inserted: insertedObjects,
+            insertedRows: insertedObjects.map { RowImage(id: $0.objectID, values: $0.storage) },
+            updated: updatedObjects,
+            updates: updatedObjects.map { object in
+                ObjectUpdate(id: object.objectID, baseVersion: object.baseVersion, baseValues: object.base!,
+                             changes: object.changedKeys.sorted().map { PropertyChange(index: $0, value: object.storage[$0]) })
+            },
+            deleted: deletedObjects)
+    }
+
+    /// Makes the saved objects clean, based on what was saved: the committed rows (a save
+    /// to the store, whose merge policy may have kept other values) or the values sent (a
+    /// save to the parent). Objects changed while the save was in flight keep those changes.
+    func finishSave(_ capture: SaveCapture, committed: Generation?) {
+        func rebase(_ object: ManagedObject, sent: [Value]) {
+            var values = sent
+            var version = object.baseVersion
+            if let committed {
+                guard let row = committed.object(object.objectID) else {
+                    object.lifecycle = .deletedElsewhere  // the merge policy let a concurrent deletion win
+                    setTracking(object)
+                    pendingNotification.invalidated.insert(object.objectID)
+                    return
+                }
+                values = row.values
+                version = row.version
+            }
+            let changedSince = object.lastChange > capture.stamp
+            object.base = values
+            object.baseVersion = version
+            switch object.lifecycle {
+            case .inserted, .persistent:
+                object.lifecycle = .persistent
+                if changedSince {
+                    object.changedKeys = Set(values.indices.filter { object.storage[$0] != values[$0] })
+                } else {
+                    if object.storage != values { pendingNotification.refreshed.insert(object.objectID) }
+                    object.storage = values
+                    object.changedKeys = []
+                }
+            case .discarded:
+                object.lifecycle = .deleted  // inserted, saved, and deleted while the save ran
+            case .deleted, .deletedElsewhere:
+                break
+            }
+            setTracking(object)
+            noteChanged(object)
+        }
+        for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values) }
+        for (object, update) in zip(capture.updated, capture.updates) {
+            var sent = update.baseValues
+            for change in update.changes { sent[change.index] = change.value }
+            rebase(object, sent: sent)
+        }
+        for object in capture.deleted where object.lifecycle == .deleted {
+            object.lifecycle = .deletedElsewhere
+            setTracking(object)
+            noteChanged(object)
+        }
+    }
+
+    /// The did-save value of a captured save.
+    func didSave(of capture: SaveCapture, transaction: UInt64?, author: String, origin: ObjectIdentifier) -> DidSave {
+        var changedKeys: [ObjectID: [String]] = [:]
+        var values: [ObjectID: [Value]] = [:]
+        for row in capture.insertedRows { values[row.id] = row.values }
+        for (object, update) in zip(capture.updated, capture.updates) {
+            let entity = schema.entities[object.entityIndex]
+            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
+            values[update.id] = object.base ?? update.baseValues
+        }
+        var save = DidSave(transaction: transaction, author: author, inserted: capture.insertedRows.map(\.id),
+                           updated: capture.updates.map(\.id), deleted: capture.deleted.map(\.objectID),
+                           changedKeys: changedKeys, values: values)
+        save.origin = origin
+        return save
+    }
+
+    // MARK: - Applying a child's save
+
+    /// Applies a child context's save as pending changes of this context. Checks
+    /// everything first: a refused save changes nothing.
+    func applyChildSave(_ save: ChildSave) throws(StoreError) -> DidSave {
+        for row in save.inserted where registered[row.id] != nil {
+            throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
+        }
+        var updatedObjects: [ManagedObject] = []
+        for update in save.updated {
+            let object = self.object(with: update.id)
+            load(object)
+            guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
+                throw StoreError(.objectDeleted, "\(update.id) was deleted in \(link.name) after the child read it; refresh the child's objects and save again",
+                                 object: update.id)
+            }
+            updatedObjects.append(object)
+        }
+        try checkUniques(of: save)
+        // Apply.
+        var changedKeys: [ObjectID: [String]] = [:]
+        var values: [ObjectID: [Value]] = [:]
+        for row in save.inserted {
+            let entity = entityIndex(named: row.id.entity)
+            let type = modelClass(for: entity) ?? ManagedObject.self
+            let object = type.init(ObjectToken(id: row.id, graph: self, entityIndex: entity))
+            object.storage = row.values
+            object.isLoaded = true
+            object.lifecycle = .inserted
+            object.changedKeys = Set(row.values.indices)
+            adopt(object)
+            values[row.id] = row.values
+        }
+        for (object, update) in zip(updatedObjects, save.updated) {
+            let entity = schema.entities[object.entityIndex]
+            for change in update.changes { setPrimitive(object, index: change.index, value: change.value) }
+            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
+            values[update.id] = object.storage
+        }
+        for id in save.deleted {
+            let object = self.object(with: id)
+            load(object)
+            switch object.lifecycle {
+            case .inserted: object.lifecycle = .discarded
+            case .persistent: object.lifecycle = .deleted
+            default: continue
+            }
+            setTracking(object)
+            noteChanged(object)
+            pendingNotification.deleted.insert(id)
+        }
+        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: save.updated.map(\.id),
+                              deleted: save.deleted, changedKeys: changedKeys, values: values)
+        didSave.origin = save.origin
+        return didSave
+    }
+
+    private func checkUniques(of save: ChildSave) throws(StoreError) {
+        let deletedIDs = Set(save.deleted)
+        var claims: [(ObjectID, Int, Int, Value)] = []
+        var released = Set<ObjectID>(deletedIDs)
+        for row in save.inserted {
+            let entity = entityIndex(named: row.id.entity)
+            if let attribute = schema.layout.entities[entity].uniqueAttribute, !row.values[attribute].isNull {
+                claims.append((row.id, entity, attribute, row.values[attribute]))
+            }
+        }
+        for update in save.updated {
+            let entity = entityIndex(named: update.id.entity)
+            guard let attribute = schema.layout.entities[entity].uniqueAttribute,
+                let change = update.changes.first(where: { $0.index == attribute })
+            else { continue }
+            released.insert(update.id)
+            if !change.value.isNull { claims.append((update.id, entity, attribute, change.value)) }
+        }
+        var seen: [Int: [Value: ObjectID]] = [:]
+        for (id, entity, attribute, value) in claims {
+            let key = schema.entities[entity].attributes[attribute].name
+            if let other = seen[entity]?[value] {
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
+            }
+            seen[entity, default: [:]][value] = id
+            if let holder = uniqueHolder(entity: entity, value: value, excluding: id), !released.contains(holder) {
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder) in \(link.name); change one of them, or use findOrCreate to reuse \(holder)",
+                                 object: id, key: key)
+            }
+        }
+    }
+
+    // MARK: - Merging
+
+    /// Merges another context's save into the objects this context holds: unchanged objects
+    /// take the new values; objects with pending changes keep them on top, and keys both
+    /// sides changed to different values are conflicts resolved by `policy`. Deleted objects
+    /// become tombstones. Objects not registered here are not touched.
+    /// - Returns: the conflicting keys found.
+    func merge(_ save: DidSave, policy: MergePolicy) -> [Conflict] {
+        var conflicts: [Conflict] = []
+        for id in save.deleted {
+            guard let object = registered[id], object.lifecycle != .deletedElsewhere else { continue }
+            object.lifecycle = .deletedElsewhere
+            object.changedKeys = []
+            setTracking(object)
+            noteChanged(object)
+            pendingNotification.invalidated.insert(id)
+        }
+        for id in save.updated + save.inserted {
+            guard let object = registered[id], object.isLoaded, let theirs = save.values[id] else { continue }
+            guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
+            let version = save.transaction ?? object.baseVersion
+            if object.lifecycle == .deleted || object.changedKeys.isEmpty {
+                // Nothing of ours to keep (a pending deletion is checked against the store's version when saved).
+                if object.lifecycle == .persistent {
+                    guard object.storage != theirs || object.baseVersion != version else { continue }
+                    object.storage = theirs
+                    object.base = theirs
+                    object.baseVersion = version
+                    noteChanged(object)
+                    pendingNotification.refreshed.insert(id)
+                }
+                continue
+            }
+            conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy)
+        }
+        return conflicts
+    }
+
+    private func mergeChanged(_ object: ManagedObject, theirs: [Value], version: UInt64, policy: MergePolicy) -> [Conflict] {
+        let base = object.base ?? theirs
+        let entity = schema.entities[object.entityIndex]
+        var conflicting: [Int] = []
+        for index in object.changedKeys.sorted() where theirs[index] != base[index] && theirs[index] != object.storage[index] {
+            if relationships[object.entityIndex][index]?.isToMany == true {
+                // Lists merge element by element: their additions and removals, then ours.
+                let ours = Self.targets(object.storage[index])
+                let before = Set(Self.targets(base[index]))
+                let removedByUs = before.subtracting(ours)
+                var merged = Self.targets(theirs[index]).filter { !removedByUs.contains($0) }
+                for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
+                object.storage[index] = .objects(merged)
+                continue
+            }
+            conflicting.append(index)
+        }
+        let conflicts = conflicting.map {
+            Conflict(object: object.objectID, key: entity.property(at: $0).name, base: base[$0], ours: object.storage[$0],
+                     theirs: theirs[$0], theirVersion: version)
+        }
+        let keepOurs: Set<Int>
+        switch policy {
+        case .error:
+            // Keep ours and the old base version: the save will report the conflict.
+            if !conflicting.isEmpty {
+                for index in theirs.indices where !object.changedKeys.contains(index) { object.storage[index] = theirs[index] }
+                noteChanged(object)
+                pendingNotification.refreshed.insert(object.objectID)
+                return conflicts
+            }
+            keepOurs = object.changedKeys
+        case .contextWins, .overwrite:
+            keepOurs = object.changedKeys
+        case .storeWins:
+            keepOurs = object.changedKeys.subtracting(conflicting)
+        case .rollback:
+            keepOurs = conflicting.isEmpty ? object.changedKeys : []
+        }
+        var values = theirs
+        for index in keepOurs { values[index] = object.storage[index] }
+        object.storage = values
+        object.base = theirs
+        object.baseVersion = version
+        object.changedKeys = Set(keepOurs.filter { values[$0] != theirs[$0] })
+        setTracking(object)
+        noteChanged(object)
+        pendingNotification.refreshed.insert(object.objectID)
+        return conflicts
+    }
+
+    /// Registers an object made outside ``insert(entity:)`` (a child's insert being applied).
+    private func adopt(_ object: ManagedObject) {
+        registerDirectly(object)
+        setTracking(object)
+        noteChanged(object)
+        pendingNotification.inserted.insert(object.objectID)
+    }
+}

@@ -1,0 +1,531 @@
+/// The objects one context holds and everything it knows about them: the identity map,
+/// change tracking, inverse maintenance and delete rules.
+///
+/// Not `Sendable`: a graph lives in its context's isolation, and its objects with it.
+/// ``ObjectContext`` owns one and delegates to it; ``ManagedObject``s call into it
+/// synchronously from the same isolation.
+final class ObjectGraph {
+    let schema: Schema
+    let link: ContextLink
+    /// Per entity, per storage index: what a relationship needs for inverse maintenance.
+    let relationships: [[RelationshipInfo?]]
+
+    /// The identity map: one instance per object ID.
+    private(set) var registered: [ObjectID: ManagedObject] = [:]
+    /// Model classes registered in this context beyond the coordinator's.
+    private var classes: [Int: ManagedObject.Type] = [:]
+    private(set) var inserted: Set<ObjectID> = []
+    private(set) var updated: Set<ObjectID> = []
+    private(set) var deleted: Set<ObjectID> = []
+    /// Incremented on every change; objects remember the value at their last change.
+    private(set) var changeCounter: UInt64 = 0
+    /// Objects changed since the layer was last published.
+    private var unpublished: Set<ObjectID> = []
+    /// What changed since the last objects-did-change notification.
+    var pendingNotification = ObjectsDidChange()
+    /// This context's pending changes as published to its children.
+    private(set) var layer: PendingLayer
+    /// Unique values set in this context (entity → value → object); may be stale, checked on use.
+    private var pendingUniques: [Int: [Value: ObjectID]] = [:]
+    private var isTornDown = false
+
+    struct RelationshipInfo {
+        let name: String
+        let isToMany: Bool
+        let isOptional: Bool
+        let destination: Int
+        let inverseIndex: Int
+        let deleteRule: Relationship.DeleteRule
+    }
+
+    init(link: ContextLink) {
+        self.link = link
+        self.schema = link.schema
+        let schema = link.schema
+        relationships = schema.entities.map { entity in
+            (0..<entity.propertyCount).map { index -> RelationshipInfo? in
+                guard case .relationship(let r) = entity.property(at: index) else { return nil }
+                let destination = schema.entityIndex(named: r.destination)!
+                return RelationshipInfo(name: r.name, isToMany: r.isToMany, isOptional: r.isOptional, destination: destination,
+                                        inverseIndex: schema.entities[destination].propertyIndex(named: r.inverse)!,
+                                        deleteRule: r.deleteRule)
+            }
+        }
+        layer = PendingLayer(schema: schema)
+    }
+
+    /// Breaks the cycle between the graph and its objects when the context goes away.
+    func tearDown() {
+        isTornDown = true
+        registered = [:]
+        inserted = []
+        updated = []
+        deleted = []
+    }
+
+    private func checkAlive(_ object: ManagedObject) {
+        if isTornDown {
+            preconditionFailure("\(object.objectID) belongs to a context that was discarded; objects cannot outlive their context")
+        }
+    }
+
+    var hasChanges: Bool { !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty }
+
+    // MARK: - Keys
+
+    func index(of key: String, in object: ManagedObject) -> Int {
+        guard let index = schema.entities[object.entityIndex].propertyIndex(named: key) else {
+            preconditionFailure("\(object.objectID.entity) has no key \"\(key)\"; its keys are \(object.entity.propertyNames)")
+        }
+        return index
+    }
+
+    func checkedIndex(of key: String, in object: ManagedObject) throws(StoreError) -> Int {
+        guard let index = schema.entities[object.entityIndex].propertyIndex(named: key) else {
+            throw StoreError(.invalidValue, "\(object.objectID.entity) has no key \"\(key)\"; its keys are \(object.entity.propertyNames)",
+                             object: object.objectID, key: key)
+        }
+        return index
+    }
+
+    /// The storage index for a property wrapper, looked up once per object.
+    func cachedIndex(_ cache: inout Int, key: String, in object: ManagedObject) -> Int {
+        if cache < 0 { cache = index(of: key, in: object) }
+        return cache
+    }
+
+    // MARK: - Objects
+
+    func entityIndex(named name: String) -> Int {
+        guard let index = schema.entityIndex(named: name) else {
+            preconditionFailure("schema \"\(schema.name)\" has no entity \"\(name)\"; its entities are \(schema.entities.map(\.name))")
+        }
+        return index
+    }
+
+    func register(_ type: ManagedObject.Type) -> Int {
+        let entity = entityIndex(named: type.entityName)
+        if let existing = modelClass(for: entity), existing != type {
+            preconditionFailure("entity \"\(type.entityName)\" is already modelled by \(existing) in this context; one class per entity")
+        }
+        classes[entity] = type
+        return entity
+    }
+
+    func modelClass(for entity: Int) -> ManagedObject.Type? {
+        classes[entity] ?? link.models[schema.entities[entity].name]
+    }
+
+    /// The context's instance for an ID: the registered one, or a new fault.
+    func object(with id: ObjectID) -> ManagedObject {
+        if let object = registered[id] { return object }
+        precondition(!isTornDown, "object(with: \(id)): the context was discarded")
+        let entity = entityIndex(named: id.entity)
+        let type = modelClass(for: entity) ?? ManagedObject.self
+        let object = type.init(ObjectToken(id: id, graph: self, entityIndex: entity))
+        registered[id] = object
+        return object
+    }
+
+    func object<T: ManagedObject>(with id: ObjectID, as type: T.Type) -> T {
+        let object = object(with: id)
+        guard let typed = object as? T else {
+            preconditionFailure("\(id) is a \(Swift.type(of: object)), not a \(T.self); pass \(T.self) in the coordinator's model classes (or insert one first) so that \(id.entity) objects are made as \(T.self)")
+        }
+        return typed
+    }
+
+    /// The value that makes a relationship refer to `target`, which must belong to this context.
+    func reference(to target: ManagedObject?, from source: ManagedObject, key: String) -> Value {
+        guard let target else { return .null }
+        precondition(target.graph === self, "\(source.objectID).\(key): \(target.objectID) belongs to another context; pass its objectID and use object(with:) in this one")
+        return .object(target.objectID)
+    }
+
+    func registeredObject(for id: ObjectID) -> ManagedObject? { registered[id] }
+
+    func registerDirectly(_ object: ManagedObject) {
+        precondition(registered[object.objectID] == nil, "\(object.objectID) is already registered in \(link.name)")
+        registered[object.objectID] = object
+    }
+
+    var registeredObjects: [ManagedObject] { Array(registered.values) }
+
+    /// Loads a fault's values from the parent. An object missing there becomes a tombstone.
+    func load(_ object: ManagedObject) {
+        guard !object.isLoaded else { return }
+        checkAlive(object)
+        if let row = link.sourceView().row(object.objectID) {
+            object.storage = row.values
+            object.base = row.values
+            object.baseVersion = row.version
+        } else {
+            object.storage = emptyValues(of: object.entityIndex)
+            object.lifecycle = .deletedElsewhere
+        }
+        object.isLoaded = true
+    }
+
+    func emptyValues(of entity: Int) -> [Value] {
+        let description = schema.entities[entity]
+        return (0..<description.propertyCount).map { index in
+            switch description.property(at: index) {
+            case .attribute: .null
+            case .relationship(let r): r.isToMany ? .objects([]) : .null
+            }
+        }
+    }
+
+    func insert(entity: Int) -> ManagedObject {
+        precondition(!isTornDown, "insert: the context was discarded")
+        let name = schema.entities[entity].name
+        let id = link.allocateObjectID(entity: name)
+        let type = modelClass(for: entity) ?? ManagedObject.self
+        let object = type.init(ObjectToken(id: id, graph: self, entityIndex: entity))
+        var values = emptyValues(of: entity)
+        for (index, attribute) in schema.entities[entity].attributes.enumerated() {
+            if let value = attribute.defaultValue { values[index] = value }
+        }
+        object.storage = values
+        object.isLoaded = true
+        object.lifecycle = .inserted
+        registered[id] = object
+        inserted.insert(id)
+        touch(object)
+        pendingNotification.inserted.insert(id)
+        if let unique = schema.layout.entities[entity].uniqueAttribute, !values[unique].isNull {
+            pendingUniques[entity, default: [:]][values[unique]] = id
+        }
+        object.awakeFromInsert()
+        return object
+    }
+
+    private func touch(_ object: ManagedObject) {
+        changeCounter += 1
+        object.lastChange = changeCounter
+        unpublished.insert(object.objectID)
+    }
+
+    // MARK: - Values
+
+    func read(_ object: ManagedObject, index: Int) -> Value {
+        load(object)
+        return object.storage[index]
+    }
+
+    func writeOrTrap(_ object: ManagedObject, index: Int, value: Value) {
+        do throws(StoreError) {
+            try write(object, index: index, value: value)
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// Sets a value after checking its type; relationships keep their inverses in step.
+    func write(_ object: ManagedObject, index: Int, value: Value) throws(StoreError) {
+        checkAlive(object)
+        load(object)
+        let key = schema.entities[object.entityIndex].property(at: index).name
+        guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
+            throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: key)
+        }
+        if let info = relationships[object.entityIndex][index] {
+            try setRelationship(object, index: index, info: info, value: value, key: key)
+            return
+        }
+        let attribute = schema.entities[object.entityIndex].attributes[index]
+        if !value.isNull && value.attributeType != attribute.type {
+            throw StoreError(.invalidValue, "\(object.objectID).\(key): \(value) is not a \(attribute.type.rawValue)", object: object.objectID, key: key)
+        }
+        guard object.storage[index] != value else { return }
+        setPrimitive(object, index: index, value: value)
+    }
+
+    /// Sets a value with no checks and no inverse maintenance, tracking the change.
+    func setPrimitive(_ object: ManagedObject, index: Int, value: Value) {
+        object.storage[index] = value
+        switch object.lifecycle {
+        case .inserted:
+            object.changedKeys.insert(index)
+        case .persistent:
+            if object.base?[index] == value { object.changedKeys.remove(index) } else { object.changedKeys.insert(index) }
+            if object.changedKeys.isEmpty { updated.remove(object.objectID) } else { updated.insert(object.objectID) }
+        case .deleted, .discarded, .deletedElsewhere:
+            return  // a snapshot being tidied (inverse maintenance), not a change to save
+        }
+        touch(object)
+        pendingNotification.noteUpdate(object.objectID, key: schema.entities[object.entityIndex].property(at: index).name)
+        if index == schema.layout.entities[object.entityIndex].uniqueAttribute, !value.isNull {
+            pendingUniques[object.entityIndex, default: [:]][value] = object.objectID
+        }
+    }
+
+    static func targets(_ value: Value) -> [ObjectID] {
+        switch value {
+        case .object(let id): [id]
+        case .objects(let ids): ids
+        default: []
+        }
+    }
+
+    private func setRelationship(_ object: ManagedObject, index: Int, info: RelationshipInfo, value: Value, key: String) throws(StoreError) {
+        let destination = schema.entities[info.destination].name
+        let new: [ObjectID]
+        switch (value, info.isToMany) {
+        case (.null, false): new = []
+        case (.object(let id), false): new = [id]
+        case (.objects(let ids), true): new = ids
+        default:
+            throw StoreError(.invalidValue, "\(object.objectID).\(key): \(value) does not fit a \(info.isToMany ? "to-many" : "to-one") relationship to \(destination)",
+                             object: object.objectID, key: key)
+        }
+        let newSet = Set(new)
+        if newSet.count != new.count {
+            throw StoreError(.invalidValue, "\(object.objectID).\(key) would list an object twice", object: object.objectID, key: key)
+        }
+        let old = Self.targets(object.storage[index])
+        let oldSet = Set(old)
+        // Check every object joining the relationship before changing anything.
+        var added: [ManagedObject] = []
+        for id in new where !oldSet.contains(id) {
+            guard id.entity == destination else {
+                throw StoreError(.invalidValue, "\(object.objectID).\(key) refers to \(destination) objects; \(id) is a \(id.entity)", object: object.objectID, key: key)
+            }
+            let target = self.object(with: id)
+            load(target)
+            guard target.lifecycle == .inserted || target.lifecycle == .persistent else {
+                throw StoreError(target.lifecycle == .deletedElsewhere ? .danglingReference : .objectDeleted,
+                                 "\(object.objectID).\(key) cannot refer to \(id): it is deleted", object: object.objectID, key: key)
+            }
+            added.append(target)
+        }
+        guard old != new else { return }
+        setPrimitive(object, index: index, value: value)
+        for id in old where !newSet.contains(id) {
+            removeInverse(of: object.objectID, from: self.object(with: id), at: info.inverseIndex)
+        }
+        for target in added {
+            addInverse(object, to: target, at: info.inverseIndex, forwardIndex: index)
+        }
+    }
+
+    /// Removes `source` from `target`'s relationship at `inverseIndex`.
+    private func removeInverse(of source: ObjectID, from target: ManagedObject, at inverseIndex: Int) {
+        load(target)
+        switch target.storage[inverseIndex] {
+        case .object(let id) where id == source:
+            setPrimitive(target, index: inverseIndex, value: .null)
+        case .objects(let ids) where ids.contains(source):
+            setPrimitive(target, index: inverseIndex, value: .objects(ids.filter { $0 != source }))
+        default:
+            break
+        }
+    }
+
+    /// Makes `target`'s relationship at `inverseIndex` refer to `source`; a to-one inverse
+    /// first leaves its previous object (whose relationship at `forwardIndex` loses `target`).
+    private func addInverse(_ source: ManagedObject, to target: ManagedObject, at inverseIndex: Int, forwardIndex: Int) {
+        switch target.storage[inverseIndex] {
+        case .objects(let ids):
+            if !ids.contains(source.objectID) { setPrimitive(target, index: inverseIndex, value: .objects(ids + [source.objectID])) }
+        default:
+            let previous = target.storage[inverseIndex].objectID
+            guard previous != source.objectID else { return }
+            if let previous {
+                removeInverse(of: target.objectID, from: object(with: previous), at: forwardIndex)
+            }
+            setPrimitive(target, index: inverseIndex, value: .object(source.objectID))
+        }
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes an object, applying its relationships' delete rules: `nullify` removes it from
+    /// the related objects, `cascade` deletes them too, `deny` is checked when saving.
+    func delete(_ object: ManagedObject) {
+        checkAlive(object)
+        guard object.lifecycle == .inserted || object.lifecycle == .persistent else { return }
+        load(object)
+        guard object.lifecycle == .inserted || object.lifecycle == .persistent else { return }
+        let wasInserted = object.lifecycle == .inserted
+        touch(object)
+        if wasInserted {
+            inserted.remove(object.objectID)
+            object.lifecycle = .discarded
+            pendingNotification.inserted.remove(object.objectID)
+        } else {
+            updated.remove(object.objectID)
+            deleted.insert(object.objectID)
+            object.lifecycle = .deleted
+            pendingNotification.deleted.insert(object.objectID)
+        }
+        for (index, info) in relationships[object.entityIndex].enumerated() {
+            guard let info else { continue }
+            let targets = Self.targets(object.storage[index])
+            switch info.deleteRule {
+            case .deny where !wasInserted:
+                continue  // checked when saving: the related objects must be gone by then
+            case .nullify, .deny:
+                for id in targets { removeInverse(of: object.objectID, from: self.object(with: id), at: info.inverseIndex) }
+            case .cascade:
+                for id in targets {
+                    let target = self.object(with: id)
+                    removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
+                    delete(target)
+                }
+            }
+        }
+    }
+
+    // MARK: - Uniques
+
+    /// The object holding a unique value in this context: its own pending values first, then
+    /// its parent's view, skipping objects this context changed away from the value.
+    func uniqueHolder(entity: Int, value: Value, excluding: ObjectID? = nil) -> ObjectID? {
+        guard let attribute = schema.layout.entities[entity].uniqueAttribute, !value.isNull else { return nil }
+        func holds(_ id: ObjectID) -> Bool {
+            guard id != excluding else { return false }
+            guard let object = registered[id], object.isLoaded else { return true }  // as the view has it
+            return (object.lifecycle == .inserted || object.lifecycle == .persistent) && object.storage[attribute] == value
+        }
+        if let id = pendingUniques[entity]?[value], holds(id) { return id }
+        if let id = link.sourceView().holder(entity: entity, uniqueValue: value), holds(id) { return id }
+        return nil
+    }
+
+    // MARK: - Publishing
+
+    /// Brings the layer children read up to date with the objects changed since the last
+    /// call, and returns it.
+    func updateLayer() -> PendingLayer {
+        guard !unpublished.isEmpty else { return layer }
+        for id in unpublished {
+            let entity = entityIndex(named: id.entity)
+            let number = id.number
+            guard let object = registered[id] else {
+                layer.rows[entity][number] = nil
+                continue
+            }
+            switch object.lifecycle {
+            case .inserted:
+                layer.rows[entity][number] = PendingLayer.Row(values: object.storage, version: 0)
+            case .persistent:
+                if object.changedKeys.isEmpty {
+                    layer.rows[entity][number] = nil
+                } else {
+                    layer.rows[entity][number] = PendingLayer.Row(values: object.storage, version: object.baseVersion)
+                }
+            case .deleted:
+                layer.rows[entity][number] = PendingLayer.Row(values: nil, version: object.baseVersion)
+            case .discarded, .deletedElsewhere:
+                layer.rows[entity][number] = nil
+            }
+            if let attribute = schema.layout.entities[entity].uniqueAttribute, object.isLoaded,
+                object.lifecycle == .inserted || object.lifecycle == .persistent, !object.storage[attribute].isNull
+            {
+                layer.uniques[entity]![object.storage[attribute]] = number
+            }
+        }
+        unpublished = []
+        return layer
+    }
+
+    // MARK: - Bookkeeping used by saving, merging and rollback
+
+    /// Marks an object as changed since the layer was published (after a direct change of its state).
+    func noteChanged(_ object: ManagedObject) { touch(object) }
+
+    func setTracking(_ object: ManagedObject) {
+        let id = object.objectID
+        inserted.remove(id)
+        updated.remove(id)
+        deleted.remove(id)
+        switch object.lifecycle {
+        case .inserted: inserted.insert(id)
+        case .persistent: if !object.changedKeys.isEmpty { updated.insert(id) }
+        case .deleted: deleted.insert(id)
+        case .discarded, .deletedElsewhere: break
+        }
+    }
+
+    func unregister(_ id: ObjectID) {
+        registered.removeValue(forKey: id)
+        inserted.remove(id)
+        updated.remove(id)
+        deleted.remove(id)
+        unpublished.insert(id)
+    }
+
+    /// Forgets every object (``ObjectContext/reset()``): the instances become tombstones
+    /// keeping their last values; asking the context again gives fresh instances.
+    func forgetAll() {
+        for object in registered.values {
+            object.lifecycle = .deletedElsewhere
+            object.changedKeys = []
+            unpublished.insert(object.objectID)
+        }
+        registered = [:]
+        inserted = []
+        updated = []
+        deleted = []
+        pendingUniques = [:]
+        pendingNotification.invalidatedAll = true
+    }
+
+    /// Drops every pending change (``ObjectContext/rollback()``): changed and deleted
+    /// objects get the values they were read with; inserted ones are removed.
+    func rollback() {
+        for object in Array(registered.values) {
+            switch object.lifecycle {
+            case .inserted, .discarded:
+                object.lifecycle = .deletedElsewhere
+                unregister(object.objectID)
+                pendingNotification.invalidated.insert(object.objectID)
+            case .persistent, .deleted:
+                guard object.lifecycle == .deleted || !object.changedKeys.isEmpty, let base = object.base else { continue }
+                object.storage = base
+                object.changedKeys = []
+                object.lifecycle = .persistent
+                setTracking(object)
+                touch(object)
+                pendingNotification.refreshed.insert(object.objectID)
+            case .deletedElsewhere:
+                continue
+            }
+        }
+        pendingUniques = [:]
+    }
+
+    /// Turns an object back into a fault (dropping its changes), or with `mergeChanges`
+    /// reloads what it was based on and keeps its changes on top.
+    func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
+        guard let row = link.sourceView().row(object.objectID) else {
+            object.lifecycle = .deletedElsewhere
+            setTracking(object)
+            touch(object)
+            pendingNotification.invalidated.insert(object.objectID)
+            return
+        }
+        if mergeChanges && object.lifecycle == .persistent {
+            let kept = object.changedKeys.map { ($0, object.storage[$0]) }
+            object.storage = row.values
+            object.base = row.values
+            object.baseVersion = row.version
+            object.changedKeys = []
+            for (index, value) in kept where row.values[index] != value {
+                object.storage[index] = value
+                object.changedKeys.insert(index)
+            }
+        } else {
+            object.isLoaded = false
+            object.storage = []
+            object.base = nil
+            object.changedKeys = []
+            object.lifecycle = .persistent
+        }
+        setTracking(object)
+        touch(object)
+        pendingNotification.refreshed.insert(object.objectID)
+    }
+}

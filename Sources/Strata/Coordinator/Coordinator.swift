@@ -1,0 +1,82 @@
+/// Connects contexts to a store: they read through it and save through it.
+///
+/// A coordinator serves any number of root contexts (contexts whose parent is the
+/// coordinator, not another context). Several coordinators may share one store: each has
+/// its own did-save stream, and contexts on one see the others' commits through
+/// ``Store/commits()`` (``ObjectContext/automaticallyMergesChanges``). Commits do not queue
+/// behind each other in the coordinator: concurrent saves reach the store together and
+/// share its group commit.
+///
+/// ```swift
+/// let store = try Store.open(at: path, schema: schema)
+/// let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Song.self])
+/// let viewContext = ObjectContext(coordinator: coordinator, executor: .main, name: "view")
+/// ```
+public actor Coordinator {
+    /// The store underneath.
+    public nonisolated let store: Store
+    /// The coordinator's name (for instrumentation and transaction authors).
+    public nonisolated let name: String
+    nonisolated let models: ModelRegistry
+    nonisolated let observer: ContextObserver?
+    private nonisolated let saves = Broadcast<CommitNotification>()
+    /// The generation fetches run against when pinned.
+    private var pinned: Generation?
+
+    /// Creates a coordinator.
+    /// - Parameters:
+    ///   - modelClasses: the classes that make each entity's objects (objects of entities
+    ///     not listed are plain ``ManagedObject``s).
+    ///   - observer: receives a ``ContextEvent`` for every operation of every context on
+    ///     this coordinator.
+    public init(store: Store, name: String = "coordinator", modelClasses: [ManagedObject.Type] = [], observer: ContextObserver? = nil) {
+        self.store = store
+        self.name = name
+        self.models = ModelRegistry(modelClasses, schema: store.schema)
+        self.observer = observer
+    }
+
+    /// The schema of the store.
+    public nonisolated var schema: Schema { store.schema }
+
+    /// The newest generation of the store.
+    public nonisolated var currentGeneration: Generation { store.currentGeneration }
+
+    /// Commits a change set to the store (see ``Store/commit(_:)``) and posts it on ``didSave()``.
+    @discardableResult
+    public nonisolated func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
+        let result = try await store.commit(changes)
+        if let notification = result.notification { saves.yield(notification) }
+        return result
+    }
+
+    /// Every transaction committed through this coordinator from now on, in order.
+    public nonisolated func didSave() -> AsyncStream<CommitNotification> { saves.subscribe() }
+
+    // MARK: - Fetching against a pinned generation
+
+    /// Pins fetches to the current generation (Core Data's query generations): later
+    /// commits are not seen until ``unpinQueryGeneration()``.
+    @discardableResult
+    public func pinQueryGeneration() -> UInt64 {
+        let generation = store.currentGeneration
+        pinned = generation
+        return generation.transaction
+    }
+
+    /// Follows the store's newest generation again.
+    public func unpinQueryGeneration() { pinned = nil }
+
+    /// The generation fetches run against: the pinned one, or the newest.
+    public var queryGeneration: Generation { pinned ?? store.currentGeneration }
+
+    /// Every stored object of an entity in the query generation, in object-number order.
+    public func objects(of entity: String) -> [StoredObject] {
+        queryGeneration.objects(of: entity)
+    }
+
+    /// The stored object with this ID in the query generation.
+    public func object(_ id: ObjectID) -> StoredObject? {
+        queryGeneration.object(id)
+    }
+}

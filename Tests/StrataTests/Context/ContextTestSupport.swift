@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+@testable import Strata
+
+// MARK: - Model classes of the songbook schema
+
+final class Artist: ManagedObject {
+    @Managed("artistID") var artistID: Int
+    @Managed("name") var name: String?
+    @Managed("createdAt") var createdAt: Date
+    @ToMany("albums") var albums: [Album]
+}
+
+final class Album: ManagedObject {
+    @Managed("albumID") var albumID: Int
+    @Managed("title") var title: String
+    @Managed("rating") var rating: Double?
+    @Managed("explicit") var explicit: Bool
+    @ToOne("artist") var artist: Artist?
+    @ToMany("songs") var songs: [Song]
+}
+
+final class Song: ManagedObject {
+    @Managed("songID") var songID: UUID
+    @Managed("title") var title: String
+    @Managed("artwork") var artwork: Data?
+    @Managed("milliseconds") var milliseconds: Int
+
+    @ToOne("album") var album: Album?
+
+    override func validateForSave() throws(StoreError) {
+        if title == "forbidden" { throw validationError("this title is not allowed", key: "title") }
+    }
+}
+
+// MARK: - Where a context under test sits
+
+/// The tiers a context can sit in; behavioural tests run in each. (The stack presets are
+/// compositions of these.)
+enum Tier: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// A private-queue context on the coordinator.
+    case root
+    /// A main-actor context on the coordinator.
+    case mainRoot
+    /// A child of a root context.
+    case child
+    /// A child of a child of a root context.
+    case grandchild
+
+    var testDescription: String { rawValue }
+}
+
+/// A store, a coordinator and a context in a given tier, with the contexts above it.
+struct ContextFixture {
+    let directory: TemporaryDirectory
+    let store: Store
+    let coordinator: Coordinator
+    /// The context under test.
+    let context: ObjectContext
+    /// Its ancestors, nearest first (empty for a root context).
+    let ancestors: [ObjectContext]
+
+    init(_ tier: Tier, durability: Durability = .none, label: String = "strata-context") throws {
+        directory = TemporaryDirectory(label)
+        store = try StoreTesting.create(in: directory, durability: durability)
+        coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        switch tier {
+        case .root:
+            context = ObjectContext(coordinator: coordinator, name: "root")
+            ancestors = []
+        case .mainRoot:
+            context = ObjectContext(coordinator: coordinator, executor: .main, name: "main")
+            ancestors = []
+        case .child:
+            let root = ObjectContext(coordinator: coordinator, name: "root")
+            context = ObjectContext(parent: root, name: "child")
+            ancestors = [root]
+        case .grandchild:
+            let root = ObjectContext(coordinator: coordinator, name: "root")
+            let child = ObjectContext(parent: root, name: "child")
+            context = ObjectContext(parent: child, name: "grandchild")
+            ancestors = [child, root]
+        }
+    }
+
+    /// Saves the context and every ancestor, so that its changes reach the store.
+    func saveThrough() async throws {
+        try await context.save()
+        for ancestor in ancestors { try await ancestor.save() }
+    }
+
+    /// The store's generation after everything settled.
+    var generation: Generation { store.currentGeneration }
+
+    func close() async {
+        await store.close()
+        directory.remove()
+    }
+}
+
+/// Commits the standard songbook objects straight to the store.
+@discardableResult
+func seedSongbook(_ store: Store) async throws -> ConstraintTests.Objects {
+    try await ConstraintTests.Objects.commit(into: store)
+}
+
+/// Waits until `condition` holds in `context`, re-checking after each of its
+/// objects-did-change notifications, up to a hard timeout.
+@discardableResult
+func waitUntil(
+    _ context: ObjectContext, _ what: String, timeout: Duration = .seconds(10),
+    _ condition: @escaping @Sendable (isolated ObjectContext) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+) async -> Bool {
+    let changes = context.objectsDidChange()
+    if await context.perform({ condition($0) }) { return true }
+    let held = await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            for await _ in changes {
+                if await context.perform({ condition($0) }) { return true }
+            }
+            return false
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return false
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first
+    }
+    if !held { Issue.record("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation) }
+    return held
+}
