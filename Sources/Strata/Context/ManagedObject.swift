@@ -161,13 +161,18 @@ open class ManagedObject {
     }
 
     /// Sets a to-one relationship.
-    public final func setRelatedObject(_ object: ManagedObject?, forKey key: String) {
-        self[key] = graph.reference(to: object, from: self, key: key)
+    /// - Throws: ``StoreError`` `wrongContext` if `object` belongs to another context, and
+    ///   the errors of ``setValue(_:forKey:)``.
+    public final func setRelatedObject(_ object: ManagedObject?, forKey key: String) throws(StoreError) {
+        try setValue(try graph.checkedReference(to: object, from: self, key: key), forKey: key)
     }
 
     /// Sets a to-many relationship (an ordered list without duplicates).
-    public final func setRelatedObjects(_ objects: [ManagedObject], forKey key: String) {
-        self[key] = .objects(objects.map { graph.reference(to: $0, from: self, key: key).objectID! })
+    /// - Throws: like ``setRelatedObject(_:forKey:)``.
+    public final func setRelatedObjects(_ objects: [ManagedObject], forKey key: String) throws(StoreError) {
+        var ids: [ObjectID] = []
+        for object in objects { ids.append(try graph.checkedReference(to: object, from: self, key: key).objectID!) }
+        try setValue(.objects(ids), forKey: key)
     }
 }
 

@@ -106,12 +106,12 @@ public actor ObjectContext {
     }
 
     /// Runs `body` synchronously in a `.main` context from `@MainActor` code, then processes
-    /// pending changes. Traps for a private-queue context (use ``perform(_:)``).
-    @MainActor
-    public func performAndWait<T: Sendable>(_ body: (isolated ObjectContext) throws -> T) rethrows -> T {
+    /// pending changes. Traps for a private-queue context (use ``perform(_:)``), and (in
+    /// `assumeIsolated`) when called off the main actor.
+    public nonisolated func performAndWait<T: Sendable>(_ body: (isolated ObjectContext) throws -> T) rethrows -> T {
         precondition(link.executor == .main, "performAndWait: context \"\(link.name)\" runs on a private queue; use `await perform { }`")
         // The context's executor is the main actor's and this runs on it, so the caller's
-        // main-actor closure and the context's isolation are one and the same thread of work.
+        // closure and the context's isolation are one and the same thread of work.
         return try withoutActuallyEscaping(body) { body throws -> T in
             nonisolated(unsafe) let body = body
             return try assumeIsolated { context in

@@ -137,8 +137,19 @@ final class ObjectGraph {
 
     /// The value that makes a relationship refer to `target`, which must belong to this context.
     func reference(to target: ManagedObject?, from source: ManagedObject, key: String) -> Value {
+        do throws(StoreError) {
+            return try checkedReference(to: target, from: source, key: key)
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    func checkedReference(to target: ManagedObject?, from source: ManagedObject, key: String) throws(StoreError) -> Value {
         guard let target else { return .null }
-        precondition(target.graph === self, "\(source.objectID).\(key): \(target.objectID) belongs to another context; pass its objectID and use object(with:) in this one")
+        guard target.graph === self else {
+            throw StoreError(.wrongContext, "\(source.objectID).\(key): \(target.objectID) belongs to another context; pass its objectID and use object(with:) in this one",
+                             object: source.objectID, key: key)
+        }
         return .object(target.objectID)
     }
 

@@ -56,6 +56,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let objectNotFound = Code("objectNotFound")
         /// The object was deleted by another context; its last snapshot is all that is left.
         public static let objectDeleted = Code("objectDeleted")
+        /// An object of one context was used in another (pass its ``ObjectID`` instead).
+        public static let wrongContext = Code("wrongContext")
         /// A custom validation rule refused the object.
         public static let validationFailed = Code("validationFailed")
     }
