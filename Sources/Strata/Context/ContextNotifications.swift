@@ -25,6 +25,8 @@ public struct DidSave: Sendable, Hashable {
     public var values: [ObjectID: [Value]]
     /// The context that saved, so that it can skip its own saves when merging.
     var origin: ObjectIdentifier?
+    /// The generation a committed save produced, for pinned contexts that merge it.
+    var generation: Generation?
 
     /// Creates a did-save value.
     public init(
@@ -44,6 +46,22 @@ public struct DidSave: Sendable, Hashable {
     public init(_ commit: CommitNotification) {
         self.init(transaction: commit.transaction, author: commit.author, inserted: commit.inserted, updated: commit.updated,
                   deleted: commit.deleted, changedKeys: commit.changedKeys, values: commit.values)
+        generation = commit.generation
+        origin = commit.origin
+    }
+
+    public static func == (lhs: DidSave, rhs: DidSave) -> Bool {
+        lhs.transaction == rhs.transaction && lhs.author == rhs.author && lhs.inserted == rhs.inserted
+            && lhs.updated == rhs.updated && lhs.deleted == rhs.deleted && lhs.changedKeys == rhs.changedKeys
+            && lhs.values == rhs.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(transaction)
+        hasher.combine(author)
+        hasher.combine(inserted)
+        hasher.combine(updated)
+        hasher.combine(deleted)
     }
 
     /// Whether the save changed nothing.

@@ -294,12 +294,11 @@ public actor ObjectContext {
     /// The transaction of the pinned generation, or `nil` when following the newest.
     public var queryGeneration: UInt64? { link.pinned.withLock { $0?.transaction } }
 
-    /// Moves a pinned generation forward to at least `transaction`.
-    func advancePin(to generation: Generation?) {
+    /// Moves a pinned generation forward to `generation` (never back).
+    func advancePin(to generation: Generation) {
         link.pinned.withLock { pinned in
             guard let current = pinned else { return }
-            let newest = generation ?? link.coordinator.currentGeneration
-            if newest.transaction > current.transaction { pinned = newest }
+            if generation.transaction > current.transaction { pinned = generation }
         }
     }
 }
@@ -332,7 +331,7 @@ extension ObjectContext {
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
             }
         } else {
-            let result = try await link.coordinator.commit(capture.changeSet(author: name, mergePolicy: mergePolicy))
+            let result = try await link.coordinator.commit(capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin))
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)
                 if var save = result.notification.map(DidSave.init) {
@@ -388,7 +387,7 @@ extension ObjectContext {
         let found = link.measure(.merge, objects: { _ in save.inserted.count + save.updated.count + save.deleted.count }) {
             graph.merge(save, policy: mergePolicy)
         }
-        if save.transaction != nil { advancePin(to: nil) }
+        if let generation = save.generation { advancePin(to: generation) }
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }
         link.changes.yield(save)

@@ -11,9 +11,11 @@ struct SaveCapture {
     var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
     var objectCount: Int { inserted.count + updated.count + deleted.count }
 
-    func changeSet(author: String, mergePolicy: MergePolicy) -> ChangeSet {
-        ChangeSet(author: author, inserted: insertedRows, updated: updates,
-                  deleted: deleted.map { ObjectDeletion(id: $0.objectID, baseVersion: $0.baseVersion) }, mergePolicy: mergePolicy)
+    func changeSet(author: String, mergePolicy: MergePolicy, origin: ObjectIdentifier) -> ChangeSet {
+        var changes = ChangeSet(author: author, inserted: insertedRows, updated: updates,
+                                deleted: deleted.map { ObjectDeletion(id: $0.objectID, baseVersion: $0.baseVersion) }, mergePolicy: mergePolicy)
+        changes.origin = origin
+        return changes
     }
 
     func childSave(author: String, origin: ObjectIdentifier) -> ChildSave {
@@ -140,19 +142,27 @@ extension ObjectGraph {
                 values = row.values
                 version = row.version
             }
-            let changedSince = object.lastChange > capture.stamp
+            if object.lastChange > capture.stamp, object.lifecycle == .persistent || object.lifecycle == .inserted {
+                // Changed while the save ran, by the user or by merges: keys outside the
+                // object's changes hold merged values, which become part of its base.
+                var newBase = values
+                for index in newBase.indices where !object.changedKeys.contains(index) { newBase[index] = object.storage[index] }
+                object.base = newBase
+                object.baseVersion = max(version, object.baseVersion)
+                object.lifecycle = .persistent
+                object.changedKeys = Set(object.changedKeys.filter { object.storage[$0] != newBase[$0] })
+                setTracking(object)
+                noteChanged(object)
+                return
+            }
             object.base = values
             object.baseVersion = version
             switch object.lifecycle {
             case .inserted, .persistent:
                 object.lifecycle = .persistent
-                if changedSince {
-                    object.changedKeys = Set(values.indices.filter { object.storage[$0] != values[$0] })
-                } else {
-                    if object.storage != values { pendingNotification.refreshed.insert(object.objectID) }
-                    object.storage = values
-                    object.changedKeys = []
-                }
+                if object.storage != values { pendingNotification.refreshed.insert(object.objectID) }
+                object.storage = values
+                object.changedKeys = []
             case .discarded:
                 object.lifecycle = .deleted  // inserted, saved, and deleted while the save ran
             case .deleted, .deletedElsewhere:
@@ -300,6 +310,9 @@ extension ObjectGraph {
         for id in save.updated + save.inserted {
             guard let object = registered[id], object.isLoaded, let theirs = save.values[id] else { continue }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
+            // Never go back: the object may already hold a newer state (read after this
+            // transaction, or rebased by a save that followed it).
+            if let transaction = save.transaction, object.baseVersion >= transaction { continue }
             let version = save.transaction ?? object.baseVersion
             if object.lifecycle == .deleted || object.changedKeys.isEmpty {
                 // Nothing of ours to keep (a pending deletion is checked against the store's version when saved).
@@ -322,7 +335,7 @@ extension ObjectGraph {
         let base = object.base ?? theirs
         let entity = schema.entities[object.entityIndex]
         var conflicting: [Int] = []
-        for index in object.changedKeys.sorted() where theirs[index] != base[index] && theirs[index] != object.storage[index] {
+        for index in object.changedKeys.sorted() where theirs[index] != base[index] {
             if relationships[object.entityIndex][index]?.isToMany == true {
                 // Lists merge element by element: their additions and removals, then ours.
                 let ours = Self.targets(object.storage[index])

@@ -323,6 +323,13 @@ final class ObjectGraph {
     /// Removes `source` from `target`'s relationship at `inverseIndex`.
     private func removeInverse(of source: ObjectID, from target: ManagedObject, at inverseIndex: Int) {
         load(target)
+        if !Self.targets(target.storage[inverseIndex]).contains(source), target.lifecycle == .persistent,
+            !target.changedKeys.contains(inverseIndex)
+        {
+            // The target was read before the source changed elsewhere: read it again, so that
+            // the save changes both sides as they are now (or reports the conflict).
+            refresh(target, mergeChanges: true)
+        }
         switch target.storage[inverseIndex] {
         case .object(let id) where id == source:
             setPrimitive(target, index: inverseIndex, value: .null)
@@ -336,6 +343,13 @@ final class ObjectGraph {
     /// Makes `target`'s relationship at `inverseIndex` refer to `source`; a to-one inverse
     /// first leaves its previous object (whose relationship at `forwardIndex` loses `target`).
     private func addInverse(_ source: ManagedObject, to target: ManagedObject, at inverseIndex: Int, forwardIndex: Int) {
+        if Self.targets(target.storage[inverseIndex]).contains(source.objectID), target.lifecycle == .persistent,
+            !target.changedKeys.contains(inverseIndex)
+        {
+            // The target already refers to a source that did not refer to it: one of them was
+            // read before the other changed elsewhere. Read the target again (see removeInverse).
+            refresh(target, mergeChanges: true)
+        }
         switch target.storage[inverseIndex] {
         case .objects(let ids):
             if !ids.contains(source.objectID) { setPrimitive(target, index: inverseIndex, value: .objects(ids + [source.objectID])) }

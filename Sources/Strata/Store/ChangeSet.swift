@@ -18,6 +18,8 @@ public struct ChangeSet: Sendable {
     public var deleted: [ObjectDeletion]
     /// How conflicts with transactions committed since the base versions are resolved.
     public var mergePolicy: MergePolicy
+    /// The context that saves, so that it can recognise its own commits in the store's stream.
+    var origin: ObjectIdentifier?
 
     /// Creates a change set.
     public init(

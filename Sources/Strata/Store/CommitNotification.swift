@@ -21,4 +21,23 @@ public struct CommitNotification: Sendable, Hashable {
     public var values: [ObjectID: [Value]]
     /// The new version of every inserted and changed object (the transaction number).
     public var version: UInt64 { transaction }
+    /// The generation the transaction produced (for pinned contexts that merge it).
+    /// Not part of equality.
+    var generation: Generation?
+    /// The context whose save this was (see ``ChangeSet``).
+    var origin: ObjectIdentifier?
+
+    public static func == (lhs: CommitNotification, rhs: CommitNotification) -> Bool {
+        lhs.transaction == rhs.transaction && lhs.timestamp == rhs.timestamp && lhs.author == rhs.author
+            && lhs.inserted == rhs.inserted && lhs.updated == rhs.updated && lhs.deleted == rhs.deleted
+            && lhs.changedKeys == rhs.changedKeys && lhs.values == rhs.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(transaction)
+        hasher.combine(author)
+        hasher.combine(inserted)
+        hasher.combine(updated)
+        hasher.combine(deleted)
+    }
 }

@@ -1,7 +1,8 @@
 /// How a save resolves changes that conflict with what other transactions committed since
 /// the saved objects were read. Decided per property, three-way: for each key the save
 /// changed, *base* is the value it read, *ours* the value it writes, *theirs* the value
-/// committed since. Keys only one side changed never conflict.
+/// committed since. Keys only one side changed never conflict; a key both sides changed
+/// does, even to the same value (both were read-modify-writes of the base).
 public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// Refuse the save with a report of every conflicting object and key. The default.
     case error

@@ -132,7 +132,9 @@ struct CommitPlan {
             for change in update.changes where change.index < properties.propertyCount {
                 let base = update.baseValues[change.index]
                 let theirs = current.values[change.index]
-                if theirs != base && theirs != change.value {
+                // Both sides changed the key: a conflict even when to the same value (two
+                // read-modify-writes that agree by chance still lost one of the updates).
+                if theirs != base {
                     conflicting.insert(change.index)
                     objectConflicts.append(Conflict(object: update.id, key: properties.property(at: change.index).name,
                                                     base: base, ours: change.value, theirs: theirs, theirVersion: current.version))
@@ -334,8 +336,11 @@ struct CommitPlan {
             changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
             values[update.id] = next.object(update.id)?.values
         }
-        return CommitNotification(transaction: record.number, timestamp: record.timestamp, author: record.author,
+        var notification = CommitNotification(transaction: record.number, timestamp: record.timestamp, author: record.author,
                                   inserted: record.inserted.map(\.id), updated: record.updated.map(\.id), deleted: record.deleted,
                                   changedKeys: changedKeys, values: values)
+        notification.generation = next
+        notification.origin = changes.origin
+        return notification
     }
 }

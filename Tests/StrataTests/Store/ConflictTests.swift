@@ -106,11 +106,18 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
                  Conflict(object: o.a1, key: "createdAt", base: .date(Songbook.epoch), ours: .date(ConflictTests.later),
                           theirs: .date(ConflictTests.latest), theirVersion: 2),
                  Conflict(object: o.a2, key: "name", base: .string("Second"), ours: .string("O2"), theirs: .string("T2"), theirVersion: 2)]
-            case .differentKeys, .sameValue, .relationshipTheirsAttributeOurs, .relationshipSameValue: []
+            case .differentKeys, .relationshipTheirsAttributeOurs: []
+            case .sameValue:
+                [Conflict(object: o.a1, key: "name", base: .string("Base"), ours: .string("Same"), theirs: .string("Same"), theirVersion: 2)]
+            case .relationshipSameValue:
+                [Conflict(object: o.x, key: "artist", base: .object(o.a1), ours: .object(o.a2), theirs: .object(o.a2), theirVersion: 2),
+                 Conflict(object: o.a1, key: "albums", base: .objects([o.x]), ours: .objects([]), theirs: .objects([]), theirVersion: 2),
+                 Conflict(object: o.a2, key: "albums", base: .objects([]), ours: .objects([o.x]), theirs: .objects([o.x]), theirVersion: 2)]
             case .deletedByThem: [Conflict(object: o.a2, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil)]
             case .deletedByUs: [Conflict(object: o.a2, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: 2)]
             case .relationshipSameKey:
-                [Conflict(object: o.x, key: "artist", base: .object(o.a1), ours: .object(o.a3), theirs: .object(o.a2), theirVersion: 2)]
+                [Conflict(object: o.x, key: "artist", base: .object(o.a1), ours: .object(o.a3), theirs: .object(o.a2), theirVersion: 2),
+                 Conflict(object: o.a1, key: "albums", base: .objects([o.x]), ours: .objects([]), theirs: .objects([]), theirVersion: 2)]
             case .toManyBothAdd:
                 [Conflict(object: o.a2, key: "albums", base: .objects([]), ours: .objects([o.z]), theirs: .objects([o.y]), theirVersion: 2)]
             }
@@ -143,7 +150,8 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
                 return .committed([o.a1: ["name": .string("Theirs"), "createdAt": later]], writes: true)
 
             case (.sameValue, _):
-                return .committed([o.a1: ["name": .string("Same")]], writes: policy != .overwrite)
+                // Only contextWins writes our (equal) value again; the others keep theirs.
+                return .committed([o.a1: ["name": .string("Same")]], writes: policy == .contextWins)
 
             case (.deletedByThem, _):
                 return .committed([o.a2: nil], writes: false)
@@ -165,7 +173,7 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
 
             case (.relationshipSameValue, _):
                 return .committed([o.x: ["artist": .object(o.a2)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([o.x])]],
-                                  writes: policy != .overwrite)
+                                  writes: policy == .contextWins)
             }
         }
     }
