@@ -1,10 +1,10 @@
 // Strata's benchmarks.
 //
-//     swift run -c release strata-benchmarks [journal | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+//     swift run -c release strata-benchmarks [journal | contexts | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 //
-// With no group, or `journal`, every journal benchmark runs. Files go to a fresh directory
-// inside DIR (default: the temporary directory), removed at the end; put DIR on the disk
-// you want to measure.
+// With no group, every benchmark runs; `journal` runs every journal benchmark, `contexts`
+// every context benchmark. Files go to a fresh directory inside DIR (default: the
+// temporary directory), removed at the end; put DIR on the disk you want to measure.
 
 import Foundation
 
@@ -21,11 +21,21 @@ let journalGroups: [Group] = [
     Group(name: Replay.name) { try await Replay.run($0) },
 ]
 
-let usage = """
-    usage: strata-benchmarks [journal | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+let contextGroups: [Group] = [
+    Group(name: InsertSave.name) { try await InsertSave.run($0) },
+    Group(name: ChildSave.name) { try await ChildSave.run($0) },
+    Group(name: Merge.name) { try await Merge.run($0) },
+]
 
-      journal       every journal benchmark (the default)
-      GROUP         one of: \(journalGroups.map(\.name).joined(separator: ", "))
+let allGroups = journalGroups + contextGroups
+
+let usage = """
+    usage: strata-benchmarks [journal | contexts | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+
+      (no group)    every benchmark: the journal's, then the contexts'
+      journal       every journal benchmark: \(journalGroups.map(\.name).joined(separator: ", "))
+      contexts      every context benchmark: \(contextGroups.map(\.name).joined(separator: ", "))
+      GROUP         one benchmark alone (one of the names above)
       --quick       a small, fast version, for smoke testing (figures are not meaningful)
       --json FILE   also write the results as JSON to FILE
       --dir DIR     where to put the test files (default: the temporary directory)
@@ -54,14 +64,15 @@ while let argument = arguments.popFirst() {
         print(usage)
         exit(0)
     case "journal": selected += journalGroups
+    case "contexts": selected += contextGroups
     default:
-        guard let group = journalGroups.first(where: { $0.name == argument }) else {
+        guard let group = allGroups.first(where: { $0.name == argument }) else {
             fail("unknown benchmark or option \"\(argument)\"\n\n" + usage)
         }
         selected.append(group)
     }
 }
-if selected.isEmpty { selected = journalGroups }
+if selected.isEmpty { selected = allGroups }
 
 let directory = parent + "/strata-benchmarks-\(UUID().uuidString)"
 do {
