@@ -114,7 +114,7 @@ public struct ContextEvent: Sendable, Hashable {
         /// A save: validating and capturing changes, then applying the result (waiting for
         /// the parent or the disk is not counted).
         case save
-        /// Merging a did-save.
+        /// Merging a did-save (its end-of-turn processing is a separate ``processPendingChanges`` event).
         case merge
         /// Fetching objects.
         case fetch
@@ -135,7 +135,8 @@ public struct ContextEvent: Sendable, Hashable {
     public var start: ContinuousClock.Instant
     /// How long it ran on the context's executor.
     public var duration: Duration
-    /// How many objects it touched.
+    /// How many objects it touched (for a merge: the registered objects it refreshed or
+    /// invalidated, not the size of the save).
     public var objectCount: Int
 }
 

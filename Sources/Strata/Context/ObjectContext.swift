@@ -384,9 +384,9 @@ extension ObjectContext {
     /// - Returns: the conflicting keys found.
     @discardableResult
     public func merge(_ save: DidSave) -> [Conflict] {
-        let found = link.measure(.merge, objects: { _ in save.inserted.count + save.updated.count + save.deleted.count }) {
+        let found = link.measure(.merge, objects: { $0.touched }) {
             graph.merge(save, policy: mergePolicy)
-        }
+        }.conflicts
         if let generation = save.generation { advancePin(to: generation) }
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }

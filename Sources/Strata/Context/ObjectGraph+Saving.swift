@@ -296,11 +296,13 @@ extension ObjectGraph {
     /// take the new values; objects with pending changes keep them on top, and keys both
     /// sides changed to different values are conflicts resolved by `policy`. Deleted objects
     /// become tombstones. Objects not registered here are not touched.
-    /// - Returns: the conflicting keys found.
-    func merge(_ save: DidSave, policy: MergePolicy) -> [Conflict] {
+    /// - Returns: the conflicting keys found, and how many registered objects were touched.
+    func merge(_ save: DidSave, policy: MergePolicy) -> (conflicts: [Conflict], touched: Int) {
         var conflicts: [Conflict] = []
+        var touched = 0
         for id in save.deleted {
             guard let object = registered[id], object.lifecycle != .deletedElsewhere else { continue }
+            touched += 1
             object.lifecycle = .deletedElsewhere
             object.changedKeys = []
             setTracking(object)
@@ -313,6 +315,7 @@ extension ObjectGraph {
             // Never go back: the object may already hold a newer state (read after this
             // transaction, or rebased by a save that followed it).
             if let transaction = save.transaction, object.baseVersion >= transaction { continue }
+            touched += 1
             let version = save.transaction ?? object.baseVersion
             if object.lifecycle == .deleted || object.changedKeys.isEmpty {
                 // Nothing of ours to keep (a pending deletion is checked against the store's version when saved).
@@ -328,7 +331,7 @@ extension ObjectGraph {
             }
             conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy)
         }
-        return conflicts
+        return (conflicts, touched)
     }
 
     private func mergeChanged(_ object: ManagedObject, theirs: [Value], version: UInt64, policy: MergePolicy) -> [Conflict] {
