@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What a context shares with its graph and its children, readable from any isolation:
 /// its place in the tree, its published pending changes, its pinned generation.
@@ -15,9 +14,9 @@ final class ContextLink: Sendable {
     let executor: ContextExecutor
     let observer: ContextObserver?
     /// The context's pending changes as its children see them.
-    let published: Mutex<PendingLayer>
+    let published: Locked<PendingLayer>
     /// The generation a root context reads, when pinned.
-    let pinned = Mutex<Generation?>(nil)
+    let pinned = Locked<Generation?>(nil)
     /// Saves, merges and child saves that changed this context, for children that merge automatically.
     let changes = Broadcast<DidSave>()
 
@@ -33,7 +32,7 @@ final class ContextLink: Sendable {
             self.coordinator = link.coordinator
             self.observer = link.observer
         }
-        published = Mutex(PendingLayer(schema: coordinator.store.schema))
+        published = Locked(PendingLayer(schema: coordinator.store.schema))
     }
 
     var schema: Schema { coordinator.store.schema }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A scratch pad of objects: where objects are read, changed, inserted and deleted, then
 /// saved to a parent (a ``Coordinator``, or another context) or thrown away.

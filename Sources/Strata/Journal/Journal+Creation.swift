@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 // MARK: - Creating a store
 

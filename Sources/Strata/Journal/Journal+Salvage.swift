@@ -1,4 +1,3 @@
-import Synchronization
 
 // MARK: - Salvage
 

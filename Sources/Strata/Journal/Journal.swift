@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A store's durable history: an append-only log of transactions in segment files, with
 /// checkpoints that fold old segments away. The lowest layer of a store.
@@ -85,15 +84,15 @@ public final class Journal: Sendable {
     private let writerQueue: DispatchQueue
     private let compactionQueue: DispatchQueue
     /// Encoding buffers kept for reuse by ``enqueue(_:)``.
-    private let encodeBuffers = Mutex<[ByteWriter]>([])
+    private let encodeBuffers = Locked<[ByteWriter]>([])
     /// Buffers larger than this are not kept.
     private static var largestPooledBuffer: Int { 16 << 20 }
     /// Wakes the writer when a group it is gathering is complete.
     private let groupComplete = DispatchSemaphore(value: 0)
     /// Called on the writer queue each time transactions become durable (with the last
     /// one), before their waiters resume — the store publishes generations here.
-    private let durabilityObserver = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
-    let state: Mutex<State>
+    private let durabilityObserver = Locked<(@Sendable (UInt64) -> Void)?>(nil)
+    let state: Locked<State>
 
     /// A segment file of the store.
     struct Segment: Sendable {
@@ -149,7 +148,7 @@ public final class Journal: Sendable {
         self.lock = lock
         self.writerQueue = DispatchQueue(label: "strata.journal.writer")
         self.compactionQueue = DispatchQueue(label: "strata.journal.compaction")
-        self.state = Mutex(
+        self.state = Locked(
             State(lastEnqueued: lastTransaction, lastWritten: lastTransaction, lastDurable: lastTransaction,
                   segments: segments, current: current, checkpoint: checkpoint))
     }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A store: the committed state of an object graph as immutable generations, over a
 /// crash-safe journal.
@@ -29,13 +28,13 @@ public final class Store: Sendable {
     public let journal: Journal
 
     /// What commits change; taken before the journal's lock and before `pending`.
-    let commitState: Mutex<CommitState>
+    let commitState: Locked<CommitState>
     /// Generations waiting for durability before they are published, oldest first. Its own
     /// lock (taken after `commitState` by committers, alone by the publisher), so that the
     /// journal's writer publishing a batch never waits for a commit being checked.
-    let pending = Mutex<[(generation: Generation, notification: CommitNotification)]>([])
+    let pending = Locked<[(generation: Generation, notification: CommitNotification)]>([])
     /// What readers see. Never held while anything else is done.
-    private let published: Mutex<Generation>
+    private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
     /// Publishes generations and delivers notifications in transaction order.
     private let deliveryQueue = DispatchQueue(label: "strata.store.delivery")
@@ -49,8 +48,8 @@ public final class Store: Sendable {
 
     private init(journal: Journal, generation: Generation) {
         self.journal = journal
-        self.commitState = Mutex(CommitState(head: generation, allocated: generation.highestNumbers))
-        self.published = Mutex(generation)
+        self.commitState = Locked(CommitState(head: generation, allocated: generation.highestNumbers))
+        self.published = Locked(generation)
         // Publish on the journal's writer queue as soon as a batch is durable: committers
         // then resume with their generation already visible, without another hop.
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Fans values out to any number of `AsyncStream` subscribers, in the order they are
 /// yielded. Subscribing after ``finish()`` gives a stream that ends at once.
@@ -9,7 +8,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 

@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataCommand
 
 /// Runs the tool in-process and captures what it prints.
 func runTool(_ arguments: [String]) async -> (status: Int32, output: String, errors: String) {
-    let output = Mutex(""), errors = Mutex("")
+    let output = Locked(""), errors = Locked("")
     let status = await StrataCommand.run(arguments, output: { text in output.withLock { $0 += text } },
                                          errors: { text in errors.withLock { $0 += text } })
     return (status, output.withLock { $0 }, errors.withLock { $0 })

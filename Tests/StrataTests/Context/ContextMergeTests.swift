@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Strata
 
@@ -319,7 +318,7 @@ import Testing
 
 /// Collects instrumentation events from any thread.
 final class EventLog: Sendable {
-    private let events = Mutex<[ContextEvent]>([])
+    private let events = Locked<[ContextEvent]>([])
     func append(_ event: ContextEvent) { events.withLock { $0.append(event) } }
     var all: [ContextEvent] { events.withLock { $0 } }
 }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Strata
@@ -67,7 +66,7 @@ final class Progress: Sendable {
         var description: String { "acked \(acked), issued \(issued)\(created ? "" : ", store not yet created")" }
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     var current: Counts { counts.withLock { $0 } }
 
@@ -137,7 +136,7 @@ final class CrashRecorder: FileIO {
     private let memory: InMemoryFileIO
     private let progress: Progress
     private let takesImages: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - base: What serves the calls (the in-memory file system, or a checker around it).
@@ -480,7 +479,7 @@ final class SyncGate: Sendable {
         var holding = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let release = DispatchSemaphore(value: 0)
 
     /// File syncs so far (the number the next one gets, counting from 0).

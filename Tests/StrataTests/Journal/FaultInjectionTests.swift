@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Strata
@@ -90,7 +89,7 @@ import Darwin
 
     /// The counted operations of a fault-free run, in order (what call index `k` is).
     final class OperationLog: Sendable {
-        private let calls = Mutex<[FileCall]>([])
+        private let calls = Locked<[FileCall]>([])
         func note(_ call: FileCall) {
             guard call != .close && call != .kind else { return }
             calls.withLock { $0.append(call) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Strata
@@ -10,7 +9,7 @@ import Testing
     /// Hands out transactions in order; enqueueing happens under the same lock, so the
     /// journal receives them numbered in order while appenders wait concurrently.
     final class Numbering: Sendable {
-        let next = Mutex(0)
+        let next = Locked(0)
     }
 
     @Test func fourAppendersShareSyncs() async throws {

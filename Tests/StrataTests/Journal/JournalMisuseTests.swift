@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Strata
 
@@ -247,7 +246,7 @@ import Testing
         /// What the two tasks share: the appender's latest enqueued state, and how many
         /// compactions have started.
         final class Shared: Sendable {
-            let state = Mutex<(model: ReplayedState?, compactionsStarted: Int)>((nil, 0))
+            let state = Locked<(model: ReplayedState?, compactionsStarted: Int)>((nil, 0))
         }
         let shared = Shared()
         let appender = Task { () async throws -> (acknowledged: Int, model: ReplayedState) in

@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A ``FileIO`` that passes every call to another one but fails the calls you choose.
 ///
@@ -137,7 +136,7 @@ public final class FaultInjectingFileIO: FileIO {
     }
 
     private let base: any FileIO
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Wraps a file system.
     /// - Parameters:
@@ -145,7 +144,7 @@ public final class FaultInjectingFileIO: FileIO {
     ///   - faults: The faults to inject from the first call on.
     public init(wrapping base: any FileIO, faults: [Fault] = []) {
         self.base = base
-        self.state = Mutex(State(faults: faults))
+        self.state = Locked(State(faults: faults))
     }
 
     /// Adds a fault. Call numbers keep counting from the first call, not from now.

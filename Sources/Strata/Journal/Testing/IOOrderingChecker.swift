@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A ``FileIO`` that passes every call to another one and records each break of the rules
 /// that keep a journal consistent across a crash.
@@ -76,7 +75,7 @@ public final class IOOrderingChecker: FileIO {
     }
 
     private let base: any FileIO
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Wraps a file system.
     public init(wrapping base: any FileIO) {

@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A POSIX-like file system held in memory that can simulate a process crash or a power loss.
 ///
@@ -55,15 +54,15 @@ public final class InMemoryFileIO: FileIO {
         case powerLoss
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a file system that holds only the root directory `/`.
     public init() {
-        state = Mutex(State())
+        state = Locked(State())
     }
 
     private init(state: State) {
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     // MARK: - FileIO
