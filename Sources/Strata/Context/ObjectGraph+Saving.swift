@@ -67,6 +67,7 @@ extension ObjectGraph {
                 }
             }
             try object.validateForSave()
+            for rule in link.coordinator.validationRules[entity.name] ?? [] { try rule.check(object) }
             if let attribute = schema.layout.entities[object.entityIndex].uniqueAttribute, keys.contains(attribute),
                 !object.storage[attribute].isNull
             {

@@ -19,6 +19,8 @@ public actor Coordinator {
     public nonisolated let name: String
     nonisolated let models: ModelRegistry
     nonisolated let observer: ContextObserver?
+    /// Custom validation rules by entity name.
+    nonisolated let validationRules: [String: [ValidationRule]]
     private nonisolated let saves = Broadcast<CommitNotification>()
     /// The generation fetches run against when pinned.
     private var pinned: Generation?
@@ -27,13 +29,22 @@ public actor Coordinator {
     /// - Parameters:
     ///   - modelClasses: the classes that make each entity's objects (objects of entities
     ///     not listed are plain ``ManagedObject``s).
+    ///   - validationRules: custom rules checked for every saved object of their entity, by
+    ///     every context on this coordinator and their children.
     ///   - observer: receives a ``ContextEvent`` for every operation of every context on
     ///     this coordinator.
-    public init(store: Store, name: String = "coordinator", modelClasses: [ManagedObject.Type] = [], observer: ContextObserver? = nil) {
+    public init(
+        store: Store, name: String = "coordinator", modelClasses: [ManagedObject.Type] = [],
+        validationRules: [ValidationRule] = [], observer: ContextObserver? = nil
+    ) {
         self.store = store
         self.name = name
         self.models = ModelRegistry(modelClasses, schema: store.schema)
         self.observer = observer
+        for rule in validationRules where store.schema.entity(named: rule.entity) == nil {
+            preconditionFailure("validation rule for entity \"\(rule.entity)\": schema \"\(store.schema.name)\" has no such entity; its entities are \(store.schema.entities.map(\.name))")
+        }
+        self.validationRules = Dictionary(grouping: validationRules, by: \.entity)
     }
 
     /// The schema of the store.

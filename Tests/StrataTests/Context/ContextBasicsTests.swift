@@ -205,6 +205,24 @@ import Testing
         await f.close()
     }
 
+    @Test("custom validation rules run in every tier and refuse the save", arguments: Tier.allCases)
+    func validationRules(tier: Tier) async throws {
+        let rule = ValidationRule(entity: "Album") { album throws(StoreError) in
+            if case .string(let title) = album["title"], title.hasPrefix(" ") {
+                throw album.validationError("titles do not start with a space", key: "title")
+            }
+        }
+        let f = try ContextFixture(tier, validationRules: [rule])
+        let o = try await seedSongbook(f.store)
+        await f.context.perform { c in c.object(with: o.y, as: Album.self).title = " Spaced" }
+        let error = await #expect(throws: StoreError.self) { try await f.context.save() }
+        #expect(error?.code == .validationFailed && error?.object == o.y && error?.key == "title")
+        await f.context.perform { c in c.object(with: o.y, as: Album.self).title = "Fine" }
+        try await f.saveThrough()
+        #expect(f.generation.value(o.y, "title") == .string("Fine"))
+        await f.close()
+    }
+
     @Test("findOrCreate finds in the store, in pending changes, or creates", arguments: Tier.allCases)
     func findOrCreate(tier: Tier) async throws {
         let f = try ContextFixture(tier)

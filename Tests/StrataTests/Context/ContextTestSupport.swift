@@ -60,10 +60,10 @@ struct ContextFixture {
     /// Its ancestors, nearest first (empty for a root context).
     let ancestors: [ObjectContext]
 
-    init(_ tier: Tier, durability: Durability = .none, label: String = "strata-context") throws {
+    init(_ tier: Tier, durability: Durability = .none, validationRules: [ValidationRule] = [], label: String = "strata-context") throws {
         directory = TemporaryDirectory(label)
         store = try StoreTesting.create(in: directory, durability: durability)
-        coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self], validationRules: validationRules)
         switch tier {
         case .root:
             context = ObjectContext(coordinator: coordinator, name: "root")
