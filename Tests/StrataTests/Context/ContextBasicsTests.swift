@@ -65,6 +65,19 @@ import Testing
         await f.close()
     }
 
+    @Test("two contexts never share an instance", arguments: Tier.allCases)
+    func distinctInstances(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let mine = await f.context.perform { c in ObjectIdentifier(c.object(with: o.a1)) }
+        let theirs = await other.perform { c in ObjectIdentifier(c.object(with: o.a1)) }
+        #expect(mine != theirs)
+        let again = await f.context.perform { c in ObjectIdentifier(c.object(with: o.a1)) }
+        #expect(mine == again)
+        await f.close()
+    }
+
     @Test("change tracking: changed keys with old values; setting a value back is no change", arguments: Tier.allCases)
     func changeTracking(tier: Tier) async throws {
         let f = try ContextFixture(tier)
@@ -115,6 +128,7 @@ import Testing
         }
         try await f.saveThrough()
         let g = f.generation
+        #expect(g.integrityProblems().isEmpty)
         #expect(g.value(o.a1, "albums") == .objects([o.y]))
         #expect(g.value(o.a2, "albums") == .objects([]))
         #expect(g.value(o.x, "artist") == .null)

@@ -135,6 +135,9 @@ import Testing
                 outcome.operations += 1
                 if saved {
                     outcome.increments[n] += 1
+                    // Inverses agree after every save (the generation the save published, or a later one).
+                    let problems = context.coordinator.currentGeneration.integrityProblems()
+                    if !problems.isEmpty { Issue.record("after a save of \(context.name): \(problems.prefix(3))") }
                     break
                 } else {
                     // Someone else saved these objects: start again from what they committed.
