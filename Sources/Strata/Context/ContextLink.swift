@@ -57,8 +57,8 @@ final class ContextLink: Sendable {
         return view
     }
 
-    func allocateObjectID(entity: String) -> ObjectID {
-        coordinator.store.allocateObjectIDs(for: entity, count: 1)[0]
+    func allocateObjectID(entity: Int) -> ObjectID {
+        coordinator.store.allocateObjectID(entity: entity)
     }
 
     /// Runs `body`, reporting its duration to the observer.

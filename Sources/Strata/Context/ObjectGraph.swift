@@ -9,6 +9,10 @@ final class ObjectGraph {
     let link: ContextLink
     /// Per entity, per storage index: what a relationship needs for inverse maintenance.
     let relationships: [[RelationshipInfo?]]
+    /// Per entity: a new object's values (defaults, nulls, empty lists).
+    let newRows: [[Value]]
+    /// Per entity: its values when missing (nulls and empty lists).
+    let emptyRows: [[Value]]
 
     /// The identity map: one instance per object ID.
     private(set) var registered: [ObjectID: ManagedObject] = [:]
@@ -52,6 +56,21 @@ final class ObjectGraph {
             }
         }
         layer = PendingLayer(schema: schema)
+        emptyRows = schema.entities.map { entity in
+            (0..<entity.propertyCount).map { index in
+                switch entity.property(at: index) {
+                case .attribute: .null
+                case .relationship(let r): r.isToMany ? .objects([]) : .null
+                }
+            }
+        }
+        newRows = zip(schema.entities, emptyRows).map { entity, empty in
+            var values = empty
+            for (index, attribute) in entity.attributes.enumerated() {
+                if let value = attribute.defaultValue { values[index] = value }
+            }
+            return values
+        }
     }
 
     /// Breaks the cycle between the graph and its objects when the context goes away.
@@ -177,26 +196,14 @@ final class ObjectGraph {
         object.isLoaded = true
     }
 
-    func emptyValues(of entity: Int) -> [Value] {
-        let description = schema.entities[entity]
-        return (0..<description.propertyCount).map { index in
-            switch description.property(at: index) {
-            case .attribute: .null
-            case .relationship(let r): r.isToMany ? .objects([]) : .null
-            }
-        }
-    }
+    func emptyValues(of entity: Int) -> [Value] { emptyRows[entity] }
 
     func insert(entity: Int) -> ManagedObject {
         precondition(!isTornDown, "insert: the context was discarded")
-        let name = schema.entities[entity].name
-        let id = link.allocateObjectID(entity: name)
+        let id = link.allocateObjectID(entity: entity)
         let type = modelClass(for: entity) ?? ManagedObject.self
         let object = type.init(ObjectToken(id: id, graph: self, entityIndex: entity))
-        var values = emptyValues(of: entity)
-        for (index, attribute) in schema.entities[entity].attributes.enumerated() {
-            if let value = attribute.defaultValue { values[index] = value }
-        }
+        let values = newRows[entity]
         object.storage = values
         object.isLoaded = true
         object.lifecycle = .inserted
@@ -236,17 +243,17 @@ final class ObjectGraph {
     func write(_ object: ManagedObject, index: Int, value: Value) throws(StoreError) {
         checkAlive(object)
         load(object)
-        let key = schema.entities[object.entityIndex].property(at: index).name
+        let layout = schema.layout.entities[object.entityIndex]
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
-            throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: key)
+            throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: layout.propertyNames[index])
         }
-        if let info = relationships[object.entityIndex][index] {
-            try setRelationship(object, index: index, info: info, value: value, key: key)
+        guard case .attribute(let type) = layout.kinds[index] else {
+            try setRelationship(object, index: index, info: relationships[object.entityIndex][index]!, value: value, key: layout.propertyNames[index])
             return
         }
-        let attribute = schema.entities[object.entityIndex].attributes[index]
-        if !value.isNull && value.attributeType != attribute.type {
-            throw StoreError(.invalidValue, "\(object.objectID).\(key): \(value) is not a \(attribute.type.rawValue)", object: object.objectID, key: key)
+        if !value.isNull && value.attributeType != type {
+            let key = layout.propertyNames[index]
+            throw StoreError(.invalidValue, "\(object.objectID).\(key): \(value) is not a \(type.rawValue)", object: object.objectID, key: key)
         }
         guard object.storage[index] != value else { return }
         setPrimitive(object, index: index, value: value)
@@ -265,8 +272,9 @@ final class ObjectGraph {
             return  // a snapshot being tidied (inverse maintenance), not a change to save
         }
         touch(object)
-        pendingNotification.noteUpdate(object.objectID, key: schema.entities[object.entityIndex].property(at: index).name)
-        if index == schema.layout.entities[object.entityIndex].uniqueAttribute, !value.isNull {
+        let layout = schema.layout.entities[object.entityIndex]
+        if object.lifecycle == .persistent { pendingNotification.noteUpdate(object.objectID, key: layout.propertyNames[index]) }
+        if index == layout.uniqueAttribute, !value.isNull {
             pendingUniques[object.entityIndex, default: [:]][value] = object.objectID
         }
     }

@@ -31,6 +31,13 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
 
     public var description: String { "\(entity)/\(number)" }
 
+    /// Hashes the number and the entity name's length: equal IDs hash equally, and hashing
+    /// (done for every object in every identity map and set) never walks the name.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(number)
+        hasher.combine(entity.utf8.count)
+    }
+
     /// Orders by entity name, then by number: the stable order dumps and tests use.
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.entity == rhs.entity ? lhs.number < rhs.number : lhs.entity < rhs.entity

@@ -97,6 +97,15 @@ public final class Store: Sendable {
         return (0..<UInt64(count)).map { ObjectID(entity: name, number: first + $0) }
     }
 
+    /// Hands out one new object ID (the fast path of ``allocateObjectIDs(for:count:)``).
+    func allocateObjectID(entity index: Int) -> ObjectID {
+        let number = commitState.withLock { s in
+            s.allocated[index] += 1
+            return s.allocated[index]
+        }
+        return ObjectID(entity: schema.layout.entities[index].name, number: number)
+    }
+
     // MARK: - Notifications
 
     /// A stream of every transaction committed from now on, in order, each delivered once
