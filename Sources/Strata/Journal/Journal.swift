@@ -280,6 +280,15 @@ public final class Journal: Sendable {
         try await waitUntilDurable(record.number)
     }
 
+    /// Throws `closed` or `poisoned` if the journal accepts no more appends (cheap; lets a
+    /// caller refuse early, before work that assumes the append can happen).
+    func checkAccepting() throws(StoreError) {
+        try state.withLock { (s) throws(StoreError) in
+            if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
+            if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
+        }
+    }
+
     static func poisoned(by failure: StoreError, path: String) -> StoreError {
         if failure.code == .poisoned { return failure }
         return StoreError(.poisoned,

@@ -20,6 +20,9 @@ extension Store {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [], notification: nil)
         }
         let journal = self.journal
+        // A poisoned or closed journal refuses every commit as such, before conflicts are
+        // looked for against transactions that were never made durable.
+        try journal.checkAccepting()
         let (notification, generation, resolved) = try commitState.withLock {
             (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict]) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)

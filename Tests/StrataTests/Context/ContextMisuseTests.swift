@@ -2,6 +2,12 @@ import Foundation
 import Testing
 @testable import Strata
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// API misuse: each a specific typed error, and a failed save leaves the journal byte-identical.
 @Suite struct ContextMisuseTests {
     @Test("wrong types, unknown keys, dangling references and deleted objects are typed errors", arguments: Tier.allCases)
@@ -65,6 +71,27 @@ import Testing
         #expect(error?.code == .closed)
         #expect(await f.context.hasChanges)
         f.directory.remove()
+    }
+
+    @Test("a failed fsync fails the save and poisons later ones; the context keeps its changes")
+    func poisonedStore() async throws {
+        let faults = FaultInjectingFileIO(wrapping: InMemoryFileIO())
+        let store = try Store.create(at: "/store", schema: Fixtures.songbook,
+                                     configuration: Store.Configuration(durability: .full, fileIO: faults))
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let context = ObjectContext(coordinator: coordinator, name: "writer")
+        await context.perform { c in c.findOrCreate(Artist.self, uniqueKey: .int(1)).name = "first" }
+        try await context.save()
+        faults.inject(.init(callIndex: 0, kind: .error(EIO), persistence: .forever, operations: [.sync]))
+        await context.perform { c in c.findOrCreate(Artist.self, uniqueKey: .int(1)).name = "second" }
+        let first = await #expect(throws: StoreError.self) { try await context.save() }
+        #expect(first?.code == .poisoned || first?.code == .io, "\(String(describing: first))")
+        let (pending, name) = await context.perform { c in (c.hasChanges, c.findOrCreate(Artist.self, uniqueKey: .int(1)).name) }
+        #expect(pending && name == "second", "the failed save left the context's changes in place")
+        let second = await #expect(throws: StoreError.self) { try await context.save() }
+        #expect(second?.code == .poisoned)
+        #expect(store.currentGeneration.value(ObjectID(entity: "Artist", number: 1), "name") == .string("first"))
+        await store.close()
     }
 
     @Test("a save refused by the store changes nothing in the context", arguments: [Tier.root, .child])
