@@ -129,7 +129,10 @@ public actor ObjectContext {
             let layer = graph.updateLayer()
             link.published.withLock { $0 = layer }
         }
-        if !notification.isEmpty { changes.yield(notification) }
+        if !notification.isEmpty {
+            graph.notifyResultsObservers(notification)
+            changes.yield(notification)
+        }
     }
 
     // MARK: - Objects

@@ -32,6 +32,8 @@ final class ObjectGraph {
     /// Unique values set in this context (entity → value → object); may be stale, checked on use.
     private var pendingUniques: [Int: [Value: ObjectID]] = [:]
     private var isTornDown = false
+    /// Live results in this context, told about every turn's changes.
+    var resultsObservers: [WeakResults] = []
 
     struct RelationshipInfo {
         let name: String

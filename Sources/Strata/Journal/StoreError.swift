@@ -56,6 +56,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let objectNotFound = Code("objectNotFound")
         /// The object was deleted by another context; its last snapshot is all that is left.
         public static let objectDeleted = Code("objectDeleted")
+        /// A predicate, sort or fetch request does not fit the schema (unknown key, a value of
+        /// the wrong type, an operator the key cannot take).
+        public static let invalidQuery = Code("invalidQuery")
         /// An object of one context was used in another (pass its ``ObjectID`` instead).
         public static let wrongContext = Code("wrongContext")
         /// A custom validation rule refused the object.

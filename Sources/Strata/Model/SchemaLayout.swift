@@ -17,14 +17,17 @@ final class SchemaLayout: Sendable {
         let propertyNames: [String]
         /// The storage index of the unique attribute, if any.
         let uniqueAttribute: Int?
+        /// The attributes with an ordered index: those declared `indexed` or `unique`.
+        let orderedIndexAttributes: [Int]
         let propertyCount: Int
 
-        init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?) {
+        init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int]) {
             self.name = name
             self.attributeCount = attributeCount
             self.kinds = kinds
             self.propertyNames = propertyNames
             self.uniqueAttribute = uniqueAttribute
+            self.orderedIndexAttributes = orderedIndexAttributes
             self.propertyCount = kinds.count
         }
     }
@@ -43,7 +46,8 @@ final class SchemaLayout: Sendable {
                     return r.isToMany ? .toMany(destination: destination) : .toOne(destination: destination)
                 }
             return EntityLayout(name: entity.name, attributeCount: entity.attributes.count, kinds: kinds,
-                                propertyNames: entity.propertyNames, uniqueAttribute: entity.attributes.firstIndex(where: \.isUnique))
+                                propertyNames: entity.propertyNames, uniqueAttribute: entity.attributes.firstIndex(where: \.isUnique),
+                                orderedIndexAttributes: entity.attributes.indices.filter { entity.attributes[$0].isIndexed || entity.attributes[$0].isUnique })
         }
     }
 }

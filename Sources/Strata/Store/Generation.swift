@@ -17,11 +17,16 @@ public struct Generation: Sendable {
     var tables: [PersistentTable<StoredRow>]
     /// Unique indexes: for each entity with a unique attribute, value → object number.
     var uniqueIndexes: [PersistentMap<Value, UInt64>?]
+    /// Ordered indexes: for each entity, attribute storage index → index, for every
+    /// attribute declared `indexed` or `unique`.
+    var sortedIndexes: [[Int: SortedIndex]]
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
     /// bulk when it ends (much faster than one insertion per row).
     private var checkpointUniques: [[(key: Value, value: UInt64)]] = []
+    /// Indexed values of checkpoint rows, per entity and attribute, indexed in bulk when it ends.
+    private var checkpointIndexed: [[Int: [SortedIndex.Entry]]] = []
 
     /// A schema with no entities, for a generation that is replaced before use.
     static let placeholderSchema = try! Schema("placeholder", entities: [])
@@ -32,6 +37,9 @@ public struct Generation: Sendable {
         transaction = 0
         tables = schema.entities.map { _ in PersistentTable() }
         uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
+        sortedIndexes = schema.layout.entities.map { layout in
+            Dictionary(uniqueKeysWithValues: layout.orderedIndexAttributes.map { ($0, SortedIndex()) })
+        }
         highestNumbers = schema.entities.map { _ in 0 }
     }
 
@@ -78,10 +86,13 @@ public struct Generation: Sendable {
         indexInserted(id, entity: entity, values: values)
     }
 
-    /// Adds a new row to the unique index and the highest-number bookkeeping.
+    /// Adds a new row to the indexes and the highest-number bookkeeping.
     private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value]) {
         if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
             uniqueIndexes[entity]![values[attribute]] = id.number
+        }
+        for attribute in schema.layout.entities[entity].orderedIndexAttributes {
+            sortedIndexes[entity][attribute]!.insert(values[attribute], number: id.number)
         }
         if id.number > highestNumbers[entity] { highestNumbers[entity] = id.number }
     }
@@ -90,6 +101,10 @@ public struct Generation: Sendable {
         guard var row = tables[entity][id.number] else { preconditionFailure("update of \(id), which this generation lacks") }
         let unique = uniqueAttributeIndex(entity)
         for change in changes {
+            if sortedIndexes[entity][change.index] != nil, row.values[change.index] != change.value {
+                sortedIndexes[entity][change.index]!.remove(row.values[change.index], number: id.number)
+                sortedIndexes[entity][change.index]!.insert(change.value, number: id.number)
+            }
             if change.index == unique {
                 let old = row.values[change.index]
                 if !old.isNull, uniqueIndexes[entity]![old] == id.number { uniqueIndexes[entity]![old] = nil }
@@ -103,6 +118,9 @@ public struct Generation: Sendable {
 
     mutating func deleteRow(_ id: ObjectID, entity: Int) {
         guard let row = tables[entity].removeValue(forKey: id.number) else { return }
+        for attribute in schema.layout.entities[entity].orderedIndexAttributes {
+            sortedIndexes[entity][attribute]!.remove(row.values[attribute], number: id.number)
+        }
         if let attribute = uniqueAttributeIndex(entity) {
             let value = row.values[attribute]
             if !value.isNull, uniqueIndexes[entity]![value] == id.number { uniqueIndexes[entity]![value] = nil }
@@ -144,6 +162,13 @@ extension Generation: JournalReplayTarget, CheckpointSource {
             if checkpointUniques.isEmpty { checkpointUniques = schema.entities.map { _ in [] } }
             checkpointUniques[entity].append((row.values[attribute], row.id.number))
         }
+        let indexed = schema.layout.entities[entity].orderedIndexAttributes
+        if !indexed.isEmpty {
+            if checkpointIndexed.isEmpty { checkpointIndexed = schema.entities.map { _ in [:] } }
+            for attribute in indexed {
+                checkpointIndexed[entity][attribute, default: []].append(SortedIndex.Entry(value: row.values[attribute], number: row.id.number))
+            }
+        }
         if row.id.number > highestNumbers[entity] { highestNumbers[entity] = row.id.number }
     }
 
@@ -153,6 +178,10 @@ extension Generation: JournalReplayTarget, CheckpointSource {
             uniqueIndexes[entity] = PersistentMap(bulk: entries)
         }
         checkpointUniques = []
+        for (entity, attributes) in checkpointIndexed.enumerated() {
+            for (attribute, entries) in attributes { sortedIndexes[entity][attribute] = SortedIndex(bulk: entries) }
+        }
+        checkpointIndexed = []
         for (name, number) in highestObjectNumbers {
             if let entity = schema.entityIndex(named: name), number > highestNumbers[entity] { highestNumbers[entity] = number }
         }

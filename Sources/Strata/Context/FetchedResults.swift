@@ -1,0 +1,202 @@
+/// A live, sorted, optionally sectioned result set in one context — the
+/// `NSFetchedResultsController` analogue, as a table view's data source uses it.
+///
+/// After every turn of work in its context that touches its entity (its own changes,
+/// saves from children, merges), it fetches again and hands ``onChange`` a
+/// ``ResultsDiff`` from the previous snapshot to the new one: section and row deletes
+/// (old positions), inserts (new positions), moves and updates, such that applying them in
+/// order (``ResultsSnapshot/applying(_:)``) to the old snapshot gives the new one.
+///
+/// ```swift
+/// let results = try context.fetchedResults(Song.self, request: FetchRequest(entity: "Song", sortBy: [SortKey("title")]),
+///                                          sectionedBy: "album.title")
+/// results.onChange = { diff in tableView.performBatchUpdates { apply(diff) } }
+/// results.searchPredicate = try ObjectPredicate(format: "title CONTAINS[c] 'love'")
+/// ```
+///
+/// While the user reorders rows by hand, ``suspendUpdates()``: the results keep their
+/// snapshot, and ``resumeUpdates()`` takes the current state as the new snapshot without a
+/// diff (the screen already shows it).
+public final class FetchedResults<Object: ManagedObject> {
+    /// One section: the section key's value and its objects in order.
+    public struct Section {
+        /// The section key's value (`.null` without sections).
+        public let key: Value
+        /// The objects, in order.
+        public let objects: [Object]
+    }
+
+    private unowned let context: ObjectContext
+    private let graph: ObjectGraph
+    /// The request, without the search predicate.
+    public let request: FetchRequest
+    /// The key path whose value groups objects into sections, if any.
+    public let sectionKey: String?
+    private let entityName: String
+    private(set) var bound: BoundRequest
+    /// Narrows the results (combined with the request's predicate); setting it delivers a diff.
+    public var searchPredicate: ObjectPredicate? {
+        didSet { refresh(reportingDiff: true) }
+    }
+    /// Called with every diff, in the context, in version order.
+    public var onChange: ((ResultsDiff) -> Void)?
+    /// The current snapshot (IDs), for data sources and tests.
+    public private(set) var snapshot: ResultsSnapshot
+    /// Incremented with every diff delivered.
+    public private(set) var version = 0
+    private var isSuspended = false
+    /// The last refresh's error (an invalid search predicate), if any.
+    public private(set) var lastError: StoreError?
+
+    init(context: isolated ObjectContext, request: FetchRequest, sectionKey: String?) throws(StoreError) {
+        self.context = context
+        self.graph = context.graph
+        self.request = request
+        self.sectionKey = sectionKey
+        self.entityName = request.entity
+        var sorted = request
+        if let sectionKey {
+            let rest = (request.sortBy ?? context.schema.entity(named: request.entity)?.defaultSort ?? []).filter { $0.key != sectionKey }
+            sorted.sortBy = [SortKey(sectionKey)] + rest
+        }
+        bound = try BoundRequest(sorted, schema: context.schema)
+        snapshot = ResultsSnapshot(sections: [])
+        snapshot = try fetchSnapshot()
+        graph.addResultsObserver(self)
+    }
+
+    /// The sections, with their objects.
+    public var sections: [Section] {
+        snapshot.sections.map { section in Section(key: section.key, objects: section.ids.map { graph.object(with: $0, as: Object.self) }) }
+    }
+
+    /// Every object, in order.
+    public var objects: [Object] { snapshot.sections.flatMap { $0.ids.map { graph.object(with: $0, as: Object.self) } } }
+
+    /// The object at a position.
+    public func object(at path: ResultsIndexPath) -> Object {
+        graph.object(with: snapshot.sections[path.section].ids[path.row], as: Object.self)
+    }
+
+    /// Stops delivering diffs (while the user reorders rows by hand).
+    public func suspendUpdates() { isSuspended = true }
+
+    /// Delivers diffs again, starting from the current state, without a diff for what
+    /// changed while suspended.
+    public func resumeUpdates() {
+        isSuspended = false
+        refresh(reportingDiff: false)
+    }
+
+    private func fetchSnapshot() throws(StoreError) -> ResultsSnapshot {
+        var request = self.request
+        request.sortBy = bound.sort.map { SortKey($0.path.text, ascending: $0.ascending) }
+        if let search = searchPredicate {
+            request.predicate = request.predicate.map { $0 && search } ?? search
+        }
+        let (bound, rows) = try graph.matches(request)
+        let reader = ContextReader(graph: graph, view: graph.link.sourceView())
+        let name = graph.schema.entities[bound.entity].name
+        var sections: [ResultsSnapshot.Section] = []
+        let sectionPath = sectionKey == nil ? nil : bound.sort.first?.path
+        for row in rows {
+            let key = sectionPath.map { $0.resolve(row.values, reader: reader).first ?? .null } ?? .null
+            let id = ObjectID(entity: name, number: row.number)
+            if let last = sections.last, last.key == key {
+                sections[sections.count - 1].ids.append(id)
+            } else {
+                sections.append(ResultsSnapshot.Section(key: key, ids: [id]))
+            }
+        }
+        if sectionKey == nil && sections.isEmpty { sections = [ResultsSnapshot.Section(key: .null, ids: [])] }
+        return ResultsSnapshot(sections: sections)
+    }
+
+    /// Called by the context after each turn of work that changed something.
+    func contextDidChange(_ change: ObjectsDidChange) {
+        guard !isSuspended else { return }
+        let touches = change.invalidatedAll || searchTouches(change)
+        guard touches else { return }
+        refresh(reportingDiff: true, updated: Set(change.updated.keys).union(change.refreshed))
+    }
+
+    private func searchTouches(_ change: ObjectsDidChange) -> Bool {
+        // Key paths may reach other entities, so any change can matter unless the request
+        // reads only its own entity's attributes.
+        let ownOnly = bound.sort.allSatisfy { $0.path.steps.count == 1 } && (request.predicate == nil || !predicateFollowsRelationships)
+            && searchPredicate == nil
+        if !ownOnly { return true }
+        func mine(_ id: ObjectID) -> Bool { id.entity == entityName }
+        return change.inserted.contains(where: mine) || change.deleted.contains(where: mine) || change.updated.keys.contains(where: mine)
+            || change.refreshed.contains(where: mine) || change.invalidated.contains(where: mine)
+    }
+
+    private var predicateFollowsRelationships: Bool {
+        guard let predicate = request.predicate else { return false }
+        return Self.follows(predicate)
+    }
+
+    private static func follows(_ predicate: ObjectPredicate) -> Bool {
+        switch predicate {
+        case .constant: false
+        case .and(let parts), .or(let parts): parts.contains(where: follows)
+        case .not(let inner): follows(inner)
+        case .comparison(let c):
+            [c.left, c.right].contains { if case .key(let k) = $0 { k.contains(".") } else { false } }
+        }
+    }
+
+    private func refresh(reportingDiff: Bool, updated: Set<ObjectID> = []) {
+        let new: ResultsSnapshot
+        do throws(StoreError) {
+            new = try fetchSnapshot()
+            lastError = nil
+        } catch {
+            lastError = error
+            return
+        }
+        let old = snapshot
+        snapshot = new
+        guard reportingDiff else { return }
+        var diff = ResultsDiff(from: old, to: new, updated: updated)
+        guard !diff.isEmpty else { return }
+        version += 1
+        diff.version = version
+        onChange?(diff)
+    }
+}
+
+extension ObjectContext {
+    /// Live results of a request in this context, optionally in sections by a key path
+    /// (which becomes the first sort key).
+    public func fetchedResults<T: ManagedObject>(_ type: T.Type, request: FetchRequest, sectionedBy sectionKey: String? = nil) throws(StoreError) -> FetchedResults<T> {
+        _ = graph.register(type)
+        return try FetchedResults(context: self, request: request, sectionKey: sectionKey)
+    }
+}
+
+extension ObjectGraph {
+    func addResultsObserver<T: ManagedObject>(_ results: FetchedResults<T>) {
+        resultsObservers.append(WeakResults(results))
+    }
+
+    func notifyResultsObservers(_ change: ObjectsDidChange) {
+        resultsObservers.removeAll { $0.notify == nil }
+        for observer in resultsObservers { observer.notify?(change) }
+    }
+}
+
+/// A results controller held weakly by its context.
+final class WeakResults {
+    private(set) var notify: ((ObjectsDidChange) -> Void)?
+
+    init<T: ManagedObject>(_ results: FetchedResults<T>) {
+        notify = { [weak results, weak self] change in
+            guard let results else {
+                self?.notify = nil
+                return
+            }
+            results.contextDidChange(change)
+        }
+    }
+}

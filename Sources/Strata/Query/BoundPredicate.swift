@@ -1,0 +1,411 @@
+import Foundation
+
+/// Reads the values of any object, for following relationships while a predicate or a sort
+/// is evaluated: a generation (the store), a context's view, or a context with its pending
+/// changes. One evaluator serves them all, so a predicate means the same everywhere.
+protocol RowReader {
+    /// The object's values, or `nil` if it does not exist here.
+    func values(of id: ObjectID) -> [Value]?
+}
+
+extension Generation: RowReader {
+    func values(of id: ObjectID) -> [Value]? { object(id)?.values }
+}
+
+extension ContextView: RowReader {
+    func values(of id: ObjectID) -> [Value]? { row(id)?.values }
+}
+
+/// A key path resolved against the schema: the relationships to follow, then the property.
+struct BoundKeyPath: Hashable {
+    struct Step: Hashable {
+        /// The entity the step starts from.
+        var entity: Int
+        /// The property's storage index in that entity.
+        var index: Int
+        var kind: SchemaLayout.Kind
+    }
+
+    var text: String
+    var steps: [Step]
+    /// The path ends with `@count` (of the last step, a to-many relationship).
+    var isCount: Bool
+    /// Whether following the path can give several values (it crosses a to-many relationship).
+    var isMultiple: Bool
+
+    /// The attribute type of the values the path gives, if they are attribute values.
+    var attributeType: AttributeType? {
+        if isCount { return .int }
+        if case .attribute(let type) = steps.last!.kind { return type }
+        return nil
+    }
+
+    /// Resolves `text` from `entity`.
+    /// - Throws: ``StoreError/Code/invalidQuery`` naming the entity and listing its keys.
+    init(_ text: String, from entity: Int, schema: Schema, allowMultiple: Bool = true) throws(StoreError) {
+        self.text = text
+        var components = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        isCount = components.last == "@count"
+        if isCount { components.removeLast() }
+        guard !components.isEmpty, !components.contains(where: \.isEmpty) else {
+            throw StoreError(.invalidQuery, "\"\(text)\" is not a key path; write keys joined by dots, like album.artist.name", key: text)
+        }
+        var steps: [Step] = []
+        var current = entity
+        var multiple = false
+        for (position, component) in components.enumerated() {
+            let layout = schema.layout.entities[current]
+            guard let index = layout.propertyNames.firstIndex(of: component) else {
+                throw StoreError(.invalidQuery, "\(layout.name) has no key \"\(component)\" (in \"\(text)\"); its keys are \(layout.propertyNames)",
+                                 key: text)
+            }
+            let kind = layout.kinds[index]
+            steps.append(Step(entity: current, index: index, kind: kind))
+            let isLast = position == components.count - 1
+            switch kind {
+            case .attribute:
+                guard isLast else {
+                    throw StoreError(.invalidQuery, "\"\(text)\": \(layout.name).\(component) is an attribute; only relationships can be followed", key: text)
+                }
+            case .toOne(let destination):
+                current = destination
+            case .toMany(let destination):
+                if isLast && isCount { break }
+                if multiple || !allowMultiple {
+                    throw StoreError(.invalidQuery, "\"\(text)\" crosses more than one to-many relationship, or one where a single value is needed (sort keys, @count aside)",
+                                     key: text)
+                }
+                multiple = true
+                current = destination
+            }
+        }
+        if isCount, case .toMany = steps.last!.kind {} else if isCount {
+            throw StoreError(.invalidQuery, "\"\(text)\": @count applies to a to-many relationship", key: text)
+        }
+        self.steps = steps
+        self.isMultiple = multiple
+    }
+
+    /// The values the path gives for an object with `values`, reading related objects from `reader`.
+    func resolve(_ values: [Value], reader: some RowReader) -> [Value] {
+        var current: [[Value]] = [values]
+        for (position, step) in steps.enumerated() {
+            let isLast = position == steps.count - 1
+            if isLast {
+                if isCount {
+                    return current.map { row in
+                        if case .objects(let ids) = row[step.index] { return .int(Int64(ids.count)) }
+                        return .int(0)
+                    }
+                }
+                if case .toMany = step.kind {
+                    return current.flatMap { row -> [Value] in
+                        guard case .objects(let ids) = row[step.index] else { return [] }
+                        return ids.map(Value.object)
+                    }
+                }
+                return current.map { $0[step.index] }
+            }
+            var next: [[Value]] = []
+            for row in current {
+                switch row[step.index] {
+                case .object(let id): if let target = reader.values(of: id) { next.append(target) }
+                case .objects(let ids): for id in ids { if let target = reader.values(of: id) { next.append(target) } }
+                default: break  // nil to-one: the path gives nothing (a comparison with nil sees .null)
+                }
+            }
+            if next.isEmpty && !isMultiple { return [.null] }
+            current = next
+        }
+        return []
+    }
+}
+
+/// A predicate resolved against one entity of a schema: keys become storage indexes,
+/// literals take their keys' types (an ISO-8601 string compared with a date is a date),
+/// string modifiers are applied to literals once, regular expressions are compiled once.
+struct BoundPredicate: @unchecked Sendable {
+    // @unchecked: the compiled regular expressions are immutable after binding, and
+    // NSRegularExpression matching is thread-safe.
+
+    indirect enum Node {
+        case constant(Bool)
+        case and([Node])
+        case or([Node])
+        case not(Node)
+        case comparison(BoundComparison)
+    }
+
+    let root: Node
+    let entity: Int
+
+    init(_ predicate: ObjectPredicate, entity: Int, schema: Schema) throws(StoreError) {
+        self.entity = entity
+        root = try Self.bind(predicate, entity: entity, schema: schema)
+    }
+
+    private static func bind(_ predicate: ObjectPredicate, entity: Int, schema: Schema) throws(StoreError) -> Node {
+        switch predicate {
+        case .constant(let value): return .constant(value)
+        case .and(let parts):
+            var nodes: [Node] = []
+            for part in parts { nodes.append(try bind(part, entity: entity, schema: schema)) }
+            return .and(nodes)
+        case .or(let parts):
+            var nodes: [Node] = []
+            for part in parts { nodes.append(try bind(part, entity: entity, schema: schema)) }
+            return .or(nodes)
+        case .not(let inner): return .not(try bind(inner, entity: entity, schema: schema))
+        case .comparison(let comparison): return .comparison(try BoundComparison(comparison, entity: entity, schema: schema))
+        }
+    }
+
+    func evaluate(_ values: [Value], reader: some RowReader) -> Bool {
+        Self.evaluate(root, values, reader)
+    }
+
+    private static func evaluate(_ node: Node, _ values: [Value], _ reader: some RowReader) -> Bool {
+        switch node {
+        case .constant(let value): return value
+        case .and(let nodes): return nodes.allSatisfy { evaluate($0, values, reader) }
+        case .or(let nodes): return nodes.contains { evaluate($0, values, reader) }
+        case .not(let inner): return !evaluate(inner, values, reader)
+        case .comparison(let comparison): return comparison.evaluate(values, reader: reader)
+        }
+    }
+
+    /// The top-level comparisons every match must satisfy (for choosing an index).
+    var conjuncts: [BoundComparison] {
+        switch root {
+        case .comparison(let c): [c]
+        case .and(let nodes): nodes.compactMap { if case .comparison(let c) = $0 { c } else { nil } }
+        default: []
+        }
+    }
+}
+
+/// One comparison, bound.
+struct BoundComparison {
+    enum Side {
+        case key(BoundKeyPath)
+        case value(Value)
+        case list([Value])
+    }
+
+    let left: Side
+    let op: Comparison.Operator
+    let right: Side
+    let options: Comparison.Options
+    let quantifier: Comparison.Quantifier?
+    let regex: NSRegularExpression?
+    /// The comparison as written, for error messages.
+    let source: Comparison
+
+    init(_ comparison: Comparison, entity: Int, schema: Schema) throws(StoreError) {
+        source = comparison
+        op = comparison.op
+        options = comparison.options
+        quantifier = comparison.quantifier
+        func side(_ operand: Operand) throws(StoreError) -> Side {
+            switch operand {
+            case .key(let text): .key(try BoundKeyPath(text, from: entity, schema: schema))
+            case .value(let value): .value(value)
+            case .list(let values): .list(values)
+            }
+        }
+        var left = try side(comparison.left)
+        var right = try side(comparison.right)
+        // Literals take the type of the key they are compared with.
+        let keyType: AttributeType? =
+            if case .key(let path) = left { path.attributeType } else if case .key(let path) = right { path.attributeType } else { nil }
+        let keyText: String =
+            if case .key(let path) = left { path.text } else if case .key(let path) = right { path.text } else { "" }
+        func coerce(_ value: Value) throws(StoreError) -> Value {
+            let coerced = try Self.coerce(value, to: keyType, key: keyText)
+            // A regular expression keeps its case (the expression compiles case-insensitive instead).
+            return comparison.op == .matches ? coerced : Self.fold(coerced, comparison.options)
+        }
+        func coerceSide(_ side: Side) throws(StoreError) -> Side {
+            switch side {
+            case .key: return side
+            case .value(let value): return .value(try coerce(value))
+            case .list(let values):
+                var coerced: [Value] = []
+                for value in values { coerced.append(try coerce(value)) }
+                return .list(coerced)
+            }
+        }
+        left = try coerceSide(left)
+        right = try coerceSide(right)
+        if comparison.quantifier != nil, case .key(let path) = left, !path.isMultiple {
+            throw StoreError(.invalidQuery, "\(comparison.quantifier!.rawValue) needs a key path through a to-many relationship; \"\(path.text)\" gives one value",
+                             key: path.text)
+        }
+        if case .key(let path) = right, path.isMultiple {
+            throw StoreError(.invalidQuery, "the right side \"\(path.text)\" gives several values; put the to-many key path on the left", key: path.text)
+        }
+        switch comparison.op {
+        case .between:
+            guard case .list(let bounds) = right, bounds.count == 2 else {
+                throw StoreError(.invalidQuery, "BETWEEN needs a list of two values, like BETWEEN {1, 10}", key: keyText)
+            }
+        case .in:
+            guard case .list = right else {
+                throw StoreError(.invalidQuery, "IN needs a list, like IN {1, 2, 3}", key: keyText)
+            }
+        default: break
+        }
+        if comparison.op == .matches {
+            guard case .value(.string(let pattern)) = right else {
+                throw StoreError(.invalidQuery, "MATCHES needs a regular expression string on the right", key: keyText)
+            }
+            do {
+                regex = try NSRegularExpression(pattern: "^(?:" + pattern + ")$",
+                                                options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
+            } catch {
+                throw StoreError(.invalidQuery, "MATCHES: \"\(pattern)\" is not a regular expression: \(error)", key: keyText)
+            }
+        } else {
+            regex = nil
+        }
+        self.left = left
+        self.right = right
+    }
+
+    /// A literal in the type of the key it is compared with.
+    private static func coerce(_ value: Value, to type: AttributeType?, key: String) throws(StoreError) -> Value {
+        guard let type else { return value }
+        switch (type, value) {
+        case (.date, .string(let text)):
+            guard let date = ISO8601.date(from: text) else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a date; \"\(text)\" is not an ISO-8601 date like 2020-01-31T00:00:00Z", key: key)
+            }
+            return .date(date)
+        case (.double, .int(let i)): return .double(Double(i))
+        case (.uuid, .string(let text)):
+            guard let uuid = UUID(uuidString: text) else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a uuid; \"\(text)\" is not one", key: key)
+            }
+            return .uuid(uuid)
+        default: return value
+        }
+    }
+
+    /// A string as the modifiers compare it.
+    static func fold(_ value: Value, _ options: Comparison.Options) -> Value {
+        guard case .string(let text) = value, !options.isEmpty else { return value }
+        return .string(fold(text, options))
+    }
+
+    static func fold(_ text: String, _ options: Comparison.Options) -> String {
+        var result = text
+        if options.contains(.diacriticInsensitive) { result = result.folding(options: .diacriticInsensitive, locale: nil) }
+        if options.contains(.caseInsensitive) { result = result.lowercased() }
+        return result
+    }
+
+    private func values(_ side: Side, _ row: [Value], _ reader: some RowReader) -> [Value] {
+        switch side {
+        case .key(let path):
+            // MATCHES compares the text as stored; its expression handles [c].
+            let folding = op == .matches ? options.subtracting(.caseInsensitive) : options
+            return path.resolve(row, reader: reader).map { Self.fold($0, folding) }
+        case .value(let value): return [value]
+        case .list: return []
+        }
+    }
+
+    func evaluate(_ row: [Value], reader: some RowReader) -> Bool {
+        let lefts = values(left, row, reader)
+        let rightValue: Value? = {
+            switch right {
+            case .key: values(right, row, reader).first ?? .null
+            case .value(let v): v
+            case .list: nil
+            }
+        }()
+        func one(_ l: Value) -> Bool { compare(l, rightValue) }
+        if case .key(let path) = left, path.isMultiple {
+            switch quantifier ?? .any {
+            case .any: return lefts.contains(where: one)
+            case .all: return lefts.allSatisfy(one)
+            case .none: return !lefts.contains(where: one)
+            }
+        }
+        return one(lefts.first ?? .null)
+    }
+
+    private func compare(_ l: Value, _ r: Value?) -> Bool {
+        switch op {
+        case .equal: return Self.equal(l, r ?? .null)
+        case .notEqual: return !Self.equal(l, r ?? .null)
+        case .lessThan: return order(l, r) == .orderedAscending
+        case .lessThanOrEqual: return order(l, r).map { $0 != .orderedDescending } ?? false
+        case .greaterThan: return order(l, r) == .orderedDescending
+        case .greaterThanOrEqual: return order(l, r).map { $0 != .orderedAscending } ?? false
+        case .between:
+            guard case .list(let bounds) = right, bounds.count == 2,
+                let low = Self.order(l, bounds[0]), let high = Self.order(l, bounds[1])
+            else { return false }
+            return low != .orderedAscending && high != .orderedDescending
+        case .in:
+            guard case .list(let values) = right else { return false }
+            return values.contains { Self.equal(l, $0) }
+        case .beginsWith, .endsWith, .contains, .like, .matches:
+            guard case .string(let text) = l, case .string(let pattern)? = r else { return false }
+            switch op {
+            case .beginsWith: return text.hasPrefix(pattern)
+            case .endsWith: return text.hasSuffix(pattern)
+            case .contains: return pattern.isEmpty || text.contains(pattern)
+            case .like: return Self.like(Array(text), Array(pattern))
+            default:
+                guard let regex else { return false }
+                return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            }
+        }
+    }
+
+    private func order(_ l: Value, _ r: Value?) -> ComparisonResult? {
+        guard let r else { return nil }
+        return Self.order(l, r)
+    }
+
+    /// Orders two non-null values of comparable kinds; `nil` otherwise (comparisons with nil are false).
+    static func order(_ l: Value, _ r: Value) -> ComparisonResult? {
+        if l.isNull || r.isNull { return nil }
+        return Value.compare(l, r)
+    }
+
+    static func equal(_ l: Value, _ r: Value) -> Bool {
+        switch (l, r) {
+        case (.int, .double), (.double, .int): return Value.compare(l, r) == .orderedSame
+        // Byte-wise, like the indexes (Swift's == would also equate canonically equivalent forms).
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        default: return l == r
+        }
+    }
+
+    /// `LIKE`: `*` matches any run of characters, `?` any one.
+    static func like(_ text: [Character], _ pattern: [Character]) -> Bool {
+        var t = 0, p = 0
+        var star = -1, mark = 0
+        while t < text.count {
+            if p < pattern.count && (pattern[p] == "?" || pattern[p] == text[t]) {
+                t += 1
+                p += 1
+            } else if p < pattern.count && pattern[p] == "*" {
+                star = p
+                mark = t
+                p += 1
+            } else if star >= 0 {
+                p = star + 1
+                mark += 1
+                t = mark
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count && pattern[p] == "*" { p += 1 }
+        return p == pattern.count
+    }
+}

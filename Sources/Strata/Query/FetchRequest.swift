@@ -1,0 +1,94 @@
+import Foundation
+
+/// What to fetch: an entity, which of its objects, in what order, how many.
+///
+/// ```swift
+/// var request = FetchRequest(entity: "Song", predicate: try ObjectPredicate(format: "milliseconds > 300000"))
+/// request.sortBy = [SortKey("title")]
+/// request.limit = 50
+/// let songs = try context.fetch(request)
+/// ```
+public struct FetchRequest: Sendable, Hashable {
+    /// The entity fetched.
+    public var entity: String
+    /// Which objects; `nil` for all.
+    public var predicate: ObjectPredicate?
+    /// The order; `nil` for the entity's declared default sort (then object ID).
+    public var sortBy: [SortKey]?
+    /// How many matching objects to skip.
+    public var offset: Int
+    /// How many to return at most; `nil` for all.
+    public var limit: Int?
+    /// Whether a context's fetch sees its own and its ancestors' unsaved changes (default
+    /// yes); without, it sees what the store holds.
+    public var includesPendingChanges: Bool
+
+    /// Creates a request.
+    public init(
+        entity: String, predicate: ObjectPredicate? = nil, sortBy: [SortKey]? = nil, offset: Int = 0, limit: Int? = nil,
+        includesPendingChanges: Bool = true
+    ) {
+        self.entity = entity
+        self.predicate = predicate
+        self.sortBy = sortBy
+        self.offset = offset
+        self.limit = limit
+        self.includesPendingChanges = includesPendingChanges
+    }
+}
+
+/// A fetch request resolved against a schema.
+struct BoundRequest {
+    let entity: Int
+    let predicate: BoundPredicate?
+    let sort: [(path: BoundKeyPath, ascending: Bool)]
+    let offset: Int
+    let limit: Int?
+
+    init(_ request: FetchRequest, schema: Schema) throws(StoreError) {
+        guard let entity = schema.entityIndex(named: request.entity) else {
+            throw StoreError(.invalidQuery, "schema \"\(schema.name)\" has no entity \"\(request.entity)\"; its entities are \(schema.entities.map(\.name))")
+        }
+        guard request.offset >= 0, (request.limit ?? 0) >= 0 else {
+            throw StoreError(.invalidQuery, "offset \(request.offset) and limit \(request.limit ?? 0) must not be negative")
+        }
+        self.entity = entity
+        predicate = try request.predicate.map { (p) throws(StoreError) in try BoundPredicate(p, entity: entity, schema: schema) }
+        var sort: [(BoundKeyPath, Bool)] = []
+        for key in request.sortBy ?? schema.entities[entity].defaultSort {
+            sort.append((try BoundKeyPath(key.key, from: entity, schema: schema, allowMultiple: false), key.ascending))
+        }
+        self.sort = sort
+        offset = request.offset
+        limit = request.limit
+    }
+
+    func matches(_ values: [Value], reader: some RowReader) -> Bool {
+        predicate?.evaluate(values, reader: reader) ?? true
+    }
+
+    /// Sorts matches by the sort keys (nil first when ascending, then object number), and
+    /// applies offset and limit.
+    func order(_ rows: [(number: UInt64, values: [Value])], reader: some RowReader) -> [(number: UInt64, values: [Value])] {
+        var rows = rows
+        if sort.isEmpty {
+            rows.sort { $0.number < $1.number }
+        } else {
+            let keyed = rows.map { row in (row, sort.map { $0.path.resolve(row.values, reader: reader).first ?? .null }) }
+            rows = keyed.sorted { a, b in
+                for (i, key) in sort.enumerated() {
+                    let order = SortedIndex.compare(a.1[i], b.1[i])
+                    if order != .orderedSame { return (order == .orderedAscending) == key.ascending }
+                }
+                return a.0.number < b.0.number
+            }.map(\.0)
+        }
+        return window(rows)
+    }
+
+    func window<T>(_ rows: [T]) -> [T] {
+        let start = min(offset, rows.count)
+        let end = limit.map { min(rows.count, start + $0) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+}

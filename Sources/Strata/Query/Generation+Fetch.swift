@@ -1,0 +1,122 @@
+import Foundation
+
+extension Generation {
+    /// The objects a request matches in this generation, in its order (the store's view:
+    /// no context's pending changes). Uses the ordered indexes of `indexed` and `unique`
+    /// attributes for equality and range conditions and for sorted fetches with a limit.
+    /// - Throws: ``StoreError/Code/invalidQuery`` naming the unknown entity or key.
+    public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoredObject] {
+        let bound = try BoundRequest(request, schema: schema)
+        let name = schema.entities[bound.entity].name
+        return matches(bound).map { number, values in
+            StoredObject(id: ObjectID(entity: name, number: number), values: values,
+                         version: tables[bound.entity][number]!.version)
+        }
+    }
+
+    /// The number of objects a request matches (offset and limit applied).
+    public func count(for request: FetchRequest) throws(StoreError) -> Int {
+        let bound = try BoundRequest(request, schema: schema)
+        if bound.predicate == nil {
+            let all = tables[bound.entity].count
+            return bound.window(Array(0..<all)).count
+        }
+        var count = 0
+        forEachCandidate(bound) { _, values in if bound.matches(values, reader: self) { count += 1 } }
+        return bound.window(Array(0..<count)).count
+    }
+
+    /// Matching rows, ordered and windowed.
+    func matches(_ bound: BoundRequest) -> [(number: UInt64, values: [Value])] {
+        if let ordered = orderedByIndex(bound) { return ordered }
+        var rows: [(number: UInt64, values: [Value])] = []
+        forEachCandidate(bound) { number, values in
+            if bound.matches(values, reader: self) { rows.append((number, values)) }
+        }
+        return bound.order(rows, reader: self)
+    }
+
+    /// Every row that may match: those an index condition selects, or every row of the entity.
+    func forEachCandidate(_ bound: BoundRequest, _ body: (UInt64, [Value]) -> Void) {
+        if let numbers = indexedCandidates(bound) {
+            for number in numbers { if let row = tables[bound.entity][number] { body(number, row.values) } }
+        } else {
+            tables[bound.entity].forEach { number, row in body(number, row.values) }
+        }
+    }
+
+    /// The object numbers an index gives for the request's most selective top-level
+    /// condition (equality before ranges), or `nil` if no condition can use one.
+    func indexedCandidates(_ bound: BoundRequest) -> [UInt64]? {
+        guard let predicate = bound.predicate else { return nil }
+        var best: (rank: Int, ranges: [(SortedIndex.Bound?, SortedIndex.Bound?)], attribute: Int)?
+        for comparison in predicate.conjuncts {
+            guard comparison.quantifier == nil, comparison.options.isEmpty,
+                case .key(let path) = comparison.left, path.steps.count == 1, !path.isCount,
+                case .attribute = path.steps[0].kind, sortedIndexes[bound.entity][path.steps[0].index] != nil
+            else { continue }
+            let attribute = path.steps[0].index
+            func edge(_ value: Value, _ inclusive: Bool) -> SortedIndex.Bound { SortedIndex.Bound(value: value, inclusive: inclusive) }
+            var candidate: (Int, [(SortedIndex.Bound?, SortedIndex.Bound?)])?
+            switch (comparison.op, comparison.right) {
+            case (.equal, .value(let v)): candidate = (0, [(edge(v, true), edge(v, true))])
+            case (.in, .list(let values)): candidate = (1, values.map { (edge($0, true), edge($0, true)) })
+            case (.between, .list(let b)) where b.count == 2 && !b[0].isNull && !b[1].isNull:
+                candidate = (2, [(edge(b[0], true), edge(b[1], true))])
+            case (.lessThan, .value(let v)) where !v.isNull: candidate = (3, [(edge(.null, false), edge(v, false))])
+            case (.lessThanOrEqual, .value(let v)) where !v.isNull: candidate = (3, [(edge(.null, false), edge(v, true))])
+            case (.greaterThan, .value(let v)) where !v.isNull: candidate = (3, [(edge(v, false), nil)])
+            case (.greaterThanOrEqual, .value(let v)) where !v.isNull: candidate = (3, [(edge(v, true), nil)])
+            default: break
+            }
+            // Only values of the attribute's own kind are in its index's order.
+            guard let found = candidate, found.1.allSatisfy({ Self.indexable($0.0?.value, path) && Self.indexable($0.1?.value, path) })
+            else { continue }
+            if best == nil || found.0 < best!.rank { best = (found.0, found.1, attribute) }
+        }
+        guard let best, let index = sortedIndexes[bound.entity][best.attribute] else { return nil }
+        var numbers: [UInt64] = []
+        var seen = Set<UInt64>()
+        for (lower, upper) in best.ranges {
+            index.forEach(from: lower, to: upper) { number, _ in
+                if best.ranges.count == 1 || seen.insert(number).inserted { numbers.append(number) }
+                return true
+            }
+        }
+        return numbers
+    }
+
+    /// Whether a literal orders within the attribute's index (same kind, or a number for a number).
+    private static func indexable(_ value: Value?, _ path: BoundKeyPath) -> Bool {
+        guard let value, !value.isNull else { return true }
+        switch (path.attributeType, value) {
+        case (.int?, .int), (.int?, .double), (.double?, .double), (.double?, .int), (.string?, .string), (.bool?, .bool),
+            (.date?, .date), (.uuid?, .uuid), (.data?, .data):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// For a sorted request with a limit whose first sort key has an index and whose
+    /// conditions none can use: walks the index in order and stops once the window is full
+    /// (finishing the last group of equal first keys, which later keys order).
+    func orderedByIndex(_ bound: BoundRequest) -> [(number: UInt64, values: [Value])]? {
+        guard let limit = bound.limit, let first = bound.sort.first, first.path.steps.count == 1, !first.path.isCount,
+            case .attribute = first.path.steps[0].kind,
+            let index = sortedIndexes[bound.entity][first.path.steps[0].index],
+            indexedCandidates(bound) == nil
+        else { return nil }
+        let needed = bound.offset + limit
+        var rows: [(number: UInt64, values: [Value])] = []
+        var lastKey: Value?
+        index.forEach(descending: !first.ascending) { number, key in
+            if rows.count >= needed, let lastKey, SortedIndex.compare(key, lastKey) != .orderedSame { return false }
+            guard let row = tables[bound.entity][number], bound.matches(row.values, reader: self) else { return true }
+            rows.append((number, row.values))
+            lastKey = key
+            return true
+        }
+        return bound.order(rows, reader: self)
+    }
+}

@@ -1,0 +1,178 @@
+/// A position in sectioned results.
+public struct ResultsIndexPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var section: Int
+    public var row: Int
+
+    public init(section: Int, row: Int) {
+        self.section = section
+        self.row = row
+    }
+
+    public static func < (a: ResultsIndexPath, b: ResultsIndexPath) -> Bool {
+        (a.section, a.row) < (b.section, b.row)
+    }
+
+    public var description: String { "[\(section), \(row)]" }
+}
+
+/// Sectioned results as object IDs: what a ``ResultsDiff`` turns into the next snapshot.
+public struct ResultsSnapshot: Sendable, Hashable {
+    public struct Section: Sendable, Hashable {
+        /// The section key's value.
+        public var key: Value
+        /// The objects, in order.
+        public var ids: [ObjectID]
+    }
+
+    public var sections: [Section]
+
+    public init(sections: [Section]) { self.sections = sections }
+
+    /// Applies a diff the way a table view applies a batch update: deletions and moves'
+    /// sources at old positions (rows, then sections, highest first), then section and row
+    /// insertions and moves' destinations at new positions (lowest first).
+    public func applying(_ diff: ResultsDiff) -> ResultsSnapshot {
+        var sections = self.sections.map { (key: $0.key, ids: $0.ids.map(Optional.some)) }
+        for path in diff.deletedRows { sections[path.section].ids[path.row] = nil }
+        for move in diff.movedRows { sections[move.from.section].ids[move.from.row] = nil }
+        for index in diff.deletedSections.sorted(by: >) { sections.remove(at: index) }
+        var result = sections.map { Section(key: $0.key, ids: $0.ids.compactMap { $0 }) }
+        for inserted in diff.insertedSections.sorted(by: { $0.index < $1.index }) {
+            result.insert(Section(key: inserted.key, ids: inserted.ids), at: inserted.index)
+        }
+        let insertions = diff.insertedRows.map { ($0.path, $0.id) } + diff.movedRows.map { ($0.to, $0.id) }
+        for (path, id) in insertions.sorted(by: { $0.0 < $1.0 }) {
+            result[path.section].ids.insert(id, at: path.row)
+        }
+        return ResultsSnapshot(sections: result)
+    }
+}
+
+/// What changed between two snapshots of a ``FetchedResults``, in table-view batch-update
+/// terms: deletions and moves' sources at old positions, insertions and moves' destinations
+/// at new positions, updates (objects whose values changed and stayed in place) at old
+/// positions. Rows of deleted and inserted sections are not listed separately.
+public struct ResultsDiff: Sendable, Hashable {
+    public struct InsertedSection: Sendable, Hashable {
+        public var index: Int
+        public var key: Value
+        public var ids: [ObjectID]
+    }
+
+    public struct Insertion: Sendable, Hashable {
+        public var path: ResultsIndexPath
+        public var id: ObjectID
+    }
+
+    public struct Move: Sendable, Hashable {
+        public var from: ResultsIndexPath
+        public var to: ResultsIndexPath
+        public var id: ObjectID
+    }
+
+    /// The results' version after this diff (1 for the first).
+    public var version = 0
+    /// Sections removed (old indexes).
+    public var deletedSections: [Int] = []
+    /// Sections added (new indexes), with their objects.
+    public var insertedSections: [InsertedSection] = []
+    /// Rows removed (old positions).
+    public var deletedRows: [ResultsIndexPath] = []
+    /// Rows added (new positions).
+    public var insertedRows: [Insertion] = []
+    /// Rows that moved (old position → new position).
+    public var movedRows: [Move] = []
+    /// Rows whose objects changed in place (old positions).
+    public var updatedRows: [ResultsIndexPath] = []
+
+    public var isEmpty: Bool {
+        deletedSections.isEmpty && insertedSections.isEmpty && deletedRows.isEmpty && insertedRows.isEmpty
+            && movedRows.isEmpty && updatedRows.isEmpty
+    }
+
+    /// The diff from `old` to `new`; `updated` are objects whose values changed.
+    public init(from old: ResultsSnapshot, to new: ResultsSnapshot, updated: Set<ObjectID> = []) {
+        let oldKeys = old.sections.map(\.key)
+        let newKeys = new.sections.map(\.key)
+        let newKeySet = Set(newKeys)
+        let oldKeySet = Set(oldKeys)
+        deletedSections = oldKeys.indices.filter { !newKeySet.contains(oldKeys[$0]) }
+        let deletedSectionSet = Set(deletedSections)
+        var insertedSectionSet = Set<Int>()
+        for (index, section) in new.sections.enumerated() where !oldKeySet.contains(section.key) {
+            insertedSections.append(InsertedSection(index: index, key: section.key, ids: section.ids))
+            insertedSectionSet.insert(index)
+        }
+        var oldPaths: [ObjectID: ResultsIndexPath] = [:]
+        for (s, section) in old.sections.enumerated() {
+            for (r, id) in section.ids.enumerated() { oldPaths[id] = ResultsIndexPath(section: s, row: r) }
+        }
+        var newPaths: [ObjectID: ResultsIndexPath] = [:]
+        for (s, section) in new.sections.enumerated() {
+            for (r, id) in section.ids.enumerated() { newPaths[id] = ResultsIndexPath(section: s, row: r) }
+        }
+        // Rows leaving: gone, or in a section that goes (implied), or moving to an inserted section.
+        for (id, path) in oldPaths where !deletedSectionSet.contains(path.section) {
+            guard let to = newPaths[id] else {
+                deletedRows.append(path)
+                continue
+            }
+            if insertedSectionSet.contains(to.section) { deletedRows.append(path) }
+        }
+        // Rows arriving in kept sections: new, or from a deleted section.
+        for (id, path) in newPaths where !insertedSectionSet.contains(path.section) {
+            guard let from = oldPaths[id], !deletedSectionSet.contains(from.section) else {
+                insertedRows.append(Insertion(path: path, id: id))
+                continue
+            }
+        }
+        // Rows in kept sections on both sides: those that keep their relative order (the
+        // longest increasing run of old positions, taken in new order) stay; others move.
+        var both: [(id: ObjectID, from: ResultsIndexPath, to: ResultsIndexPath)] = []
+        for section in new.sections.indices where !insertedSectionSet.contains(section) {
+            for id in new.sections[section].ids {
+                if let from = oldPaths[id], !deletedSectionSet.contains(from.section) {
+                    both.append((id, from, newPaths[id]!))
+                }
+            }
+        }
+        // A row that changes section always moves; among the others, the longest run that
+        // keeps its order stays.
+        let eligible = both.indices.filter { old.sections[both[$0].from.section].key == new.sections[both[$0].to.section].key }
+        let staying = Set(Self.longestIncreasing(eligible.map { both[$0].from }).map { eligible[$0] })
+        for (i, row) in both.enumerated() {
+            if staying.contains(i) {
+                if updated.contains(row.id) { updatedRows.append(row.from) }
+            } else {
+                movedRows.append(Move(from: row.from, to: row.to, id: row.id))
+            }
+        }
+        deletedRows.sort()
+        insertedRows.sort { $0.path < $1.path }
+        movedRows.sort { $0.to < $1.to }
+        updatedRows.sort()
+    }
+
+    /// Indexes of a longest strictly increasing subsequence (O(n log n)).
+    static func longestIncreasing(_ values: [ResultsIndexPath]) -> Set<Int> {
+        var tails: [Int] = []  // indexes into values
+        var previous = [Int](repeating: -1, count: values.count)
+        for i in values.indices {
+            var low = 0
+            var high = tails.count
+            while low < high {
+                let mid = (low + high) / 2
+                if values[tails[mid]] < values[i] { low = mid + 1 } else { high = mid }
+            }
+            if low > 0 { previous[i] = tails[low - 1] }
+            if low == tails.count { tails.append(i) } else { tails[low] = i }
+        }
+        var result = Set<Int>()
+        var k = tails.last ?? -1
+        while k >= 0 {
+            result.insert(k)
+            k = previous[k]
+        }
+        return result
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import Strata
+
+@Suite struct FetchedResultsTests {
+    /// Random diffs between random snapshots, applied to the old one, give the new one.
+    @Test("diffs applied to the old snapshot give the new one (random snapshots)")
+    func randomSnapshots() {
+        var rng = SeededGenerator(seed: 2024)
+        let ids = (1...40).map { ObjectID(entity: "Song", number: UInt64($0)) }
+        func randomSnapshot() -> ResultsSnapshot {
+            let keys = ["A", "B", "C", "D", "E"].filter { _ in Bool.random(using: &rng) }.map(Value.string)
+            var sections = keys.map { ResultsSnapshot.Section(key: $0, ids: []) }
+            guard !sections.isEmpty else { return ResultsSnapshot(sections: []) }
+            for id in ids.shuffled(using: &rng) where Int.random(in: 0..<3, using: &rng) > 0 {
+                sections[Int.random(in: 0..<sections.count, using: &rng)].ids.append(id)
+            }
+            return ResultsSnapshot(sections: sections.filter { !$0.ids.isEmpty })
+        }
+        for round in 0..<3_000 {
+            let old = randomSnapshot()
+            let new = randomSnapshot()
+            let updated = Set(ids.filter { _ in Int.random(in: 0..<5, using: &rng) == 0 })
+            let diff = ResultsDiff(from: old, to: new, updated: updated)
+            #expect(old.applying(diff) == new, "round \(round): \(old) → \(new) by \(diff)")
+            let oldIDs = Set(old.sections.flatMap(\.ids))
+            for path in diff.updatedRows { #expect(oldIDs.contains(old.sections[path.section].ids[path.row])) }
+        }
+    }
+
+    /// A live, sectioned result set in a context through thousands of random changes:
+    /// every diff applied in order to the previous snapshot gives the next, and the last
+    /// snapshot equals a fresh fetch.
+    @Test("live results follow random changes, saves and merges", arguments: [Tier.root, .child])
+    func liveResults(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        try await seedSongbook(f.store)
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        await f.context.perform { c in c.automaticallyMergesChanges = true }
+        let failures = await f.context.perform { c -> [String] in
+            var failures: [String] = []
+            let request = FetchRequest(entity: "Album", predicate: .comparison(Comparison(.key("explicit"), .equal, .value(.bool(false)))),
+                                       sortBy: [SortKey("albumID")])
+            let results = try! c.fetchedResults(Album.self, request: request, sectionedBy: "rating")
+            var previous = results.snapshot
+            var delivered: [Int] = []
+            results.onChange = { diff in
+                let next = previous.applying(diff)
+                if next != results.snapshot { failures.append("diff \(diff.version) gives \(next), results are \(results.snapshot)") }
+                previous = next
+                delivered.append(diff.version)
+            }
+            var rng = SeededGenerator(seed: 77)
+            var albums = c.objects(of: Album.self)
+            for step in 0..<2_000 {
+                switch Int.random(in: 0..<6, using: &rng) {
+                case 0:
+                    let album = c.insert(Album.self)
+                    album.albumID = 1_000 + step
+                    album.title = "New \(step)"
+                    album.rating = [nil, 1, 2, 3].randomElement(using: &rng)!
+                    albums.append(album)
+                case 1 where albums.count > 3:
+                    let victim = albums.remove(at: Int.random(in: 0..<albums.count, using: &rng))
+                    if victim.songs.isEmpty { c.delete(victim) } else { albums.append(victim) }
+                default:
+                    guard let album = albums.randomElement(using: &rng), !album.isDeleted else { continue }
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: album.rating = [nil, 1, 2, 3].randomElement(using: &rng)!
+                    case 1: album.explicit.toggle()
+                    default: album.albumID = album.albumID + Int.random(in: -3...3, using: &rng) * 10_000
+                    }
+                }
+                c.processPendingChanges()
+                if step == 1_000 {
+                    results.suspendUpdates()
+                    albums.first { !$0.isDeleted }?.rating = 9
+                    c.processPendingChanges()
+                    let before = delivered.count
+                    results.resumeUpdates()
+                    if delivered.count != before { failures.append("resuming delivered a diff") }
+                    previous = results.snapshot
+                }
+            }
+            let fresh = try! c.fetchIDs(FetchRequest(entity: "Album", predicate: request.predicate, sortBy: [SortKey("rating"), SortKey("albumID")]))
+            if results.snapshot.sections.flatMap(\.ids) != fresh { failures.append("the last snapshot is not a fresh fetch") }
+            if delivered != Array(1...max(1, delivered.count)) && !delivered.isEmpty { failures.append("versions out of order") }
+            // Keep the results alive through the merge below.
+            c.processPendingChanges()
+            _ = results
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        _ = other
+        await f.close()
+    }
+
+    @Test("a search predicate narrows live results and reports the difference")
+    func searchPredicate() async throws {
+        let f = try ContextFixture(.root)
+        try await seedSongbook(f.store)
+        let (count, versions) = await f.context.perform { c -> (Int, [Int]) in
+            let results = try! c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", sortBy: [SortKey("artistID")]))
+            var versions: [Int] = []
+            results.onChange = { versions.append($0.version) }
+            results.searchPredicate = .comparison(Comparison(.key("name"), .beginsWith, .value(.string("t")), options: .caseInsensitive))
+            return (results.objects.count, versions)
+        }
+        #expect(count == 2)  // Two, Three
+        #expect(versions == [1])
+        await f.close()
+    }
+}
