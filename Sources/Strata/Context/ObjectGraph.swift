@@ -32,6 +32,10 @@ final class ObjectGraph {
     /// Unique values set in this context (entity → value → object); may be stale, checked on use.
     private var pendingUniques: [Int: [Value: ObjectID]] = [:]
     private var isTornDown = false
+    /// While a typed predicate's key path is read on a probe: the keys read, in order.
+    var recordedKeys: [String]?
+    /// Probe objects (object number 0) by entity, for naming typed key paths.
+    private var probes: [Int: ManagedObject] = [:]
     /// Live results in this context, told about every turn's changes.
     var resultsObservers: [WeakResults] = []
 
@@ -82,6 +86,7 @@ final class ObjectGraph {
         inserted = []
         updated = []
         deleted = []
+        probes = [:]
     }
 
     private func checkAlive(_ object: ManagedObject) {
@@ -140,6 +145,7 @@ final class ObjectGraph {
     /// The context's instance for an ID: the registered one, or a new fault.
     func object(with id: ObjectID) -> ManagedObject {
         if let object = registered[id] { return object }
+        if id.number == 0, let entity = schema.entityIndex(named: id.entity) { return probe(entity: entity) }
         precondition(!isTornDown, "object(with: \(id)): the context was discarded")
         let entity = entityIndex(named: id.entity)
         let type = modelClass(for: entity) ?? ManagedObject.self
@@ -229,8 +235,32 @@ final class ObjectGraph {
     // MARK: - Values
 
     func read(_ object: ManagedObject, index: Int) -> Value {
+        if object.objectID.number == 0 {
+            // A probe: record the key, and lead a to-one relationship to the next probe.
+            recordedKeys?.append(schema.layout.entities[object.entityIndex].propertyNames[index])
+            if case .toOne(let destination) = schema.layout.entities[object.entityIndex].kinds[index] {
+                return .object(probe(entity: destination).objectID)
+            }
+            return object.storage[index]
+        }
         load(object)
         return object.storage[index]
+    }
+
+    /// The probe object of a model class (a class registered for an entity).
+    func probe(ofType type: Any.Type) -> ManagedObject? {
+        guard let type = type as? ManagedObject.Type else { return nil }
+        return probe(entity: register(type))
+    }
+
+    func probe(entity: Int) -> ManagedObject {
+        if let probe = probes[entity] { return probe }
+        let type = modelClass(for: entity) ?? ManagedObject.self
+        let probe = type.init(ObjectToken(id: ObjectID(entity: schema.entities[entity].name, number: 0), graph: self, entityIndex: entity))
+        probe.storage = emptyRows[entity]
+        probe.isLoaded = true
+        probes[entity] = probe
+        return probe
     }
 
     func writeOrTrap(_ object: ManagedObject, index: Int, value: Value) {
