@@ -79,7 +79,7 @@ extension ObjectContext {
 
     static func predicate(_ format: String?) throws(StoreError) -> ObjectPredicate? {
         guard let format else { return nil }
-        do throws(PredicateError) {
+        do throws(PredicateSyntaxError) {
             return try ObjectPredicate(format: format)
         } catch {
             throw StoreError(.invalidQuery, error.description)

@@ -40,12 +40,12 @@ extension ObjectPredicate {
     /// format cannot exhaust the stack.
     ///
     /// - Parameter format: The format string.
-    /// - Throws: ``PredicateError``, naming the 1-based column (in characters) and what was
+    /// - Throws: ``PredicateSyntaxError``, naming the 1-based column (in characters) and what was
     ///   expected there: `expected a value after '>=' at column 8 in "age >= "`. Also for an
     ///   unterminated string, an unknown operator, escape or modifier, unbalanced parentheses,
     ///   a `BETWEEN` without a list of two values, an integer beyond 64 bits, or nesting
     ///   deeper than ``maximumFormatNesting``.
-    public init(format: String) throws(PredicateError) {
+    public init(format: String) throws(PredicateSyntaxError) {
         var parser = try PredicateParser(format: format)
         self = try parser.parse()
     }
@@ -317,8 +317,8 @@ private struct PredicateLexer {
         return format.dropFirst(column - 1).first
     }
 
-    func error(_ message: String, at offset: Int) -> PredicateError {
-        PredicateError(message: message, column: column(at: offset), format: format)
+    func error(_ message: String, at offset: Int) -> PredicateSyntaxError {
+        PredicateSyntaxError(message: message, column: column(at: offset), format: format)
     }
 
     /// The next scalar, not consumed.
@@ -339,7 +339,7 @@ private struct PredicateLexer {
     }
 
     /// The next token; `.end` at the end of the format, and from then on.
-    mutating func next() throws(PredicateError) -> PredicateToken {
+    mutating func next() throws(PredicateSyntaxError) -> PredicateToken {
         while let scalar = peek(), scalar.properties.isWhitespace { position += 1 }
         let start = position
         guard let scalar = peek() else { return PredicateToken(kind: .end, start: start, end: start) }
@@ -399,7 +399,7 @@ private struct PredicateLexer {
     }
 
     /// A keyword, or a key path: identifiers joined by `.`, optionally ending in `.@count`.
-    private mutating func keyPathOrKeyword(startingAt start: Int) throws(PredicateError) -> PredicateToken.Kind {
+    private mutating func keyPathOrKeyword(startingAt start: Int) throws(PredicateSyntaxError) -> PredicateToken.Kind {
         skipIdentifier()
         let first = scalars[start..<position]
         if peek() != "." {
@@ -440,7 +440,7 @@ private struct PredicateLexer {
 
     /// The options of a modifier whose `[` has been read: `c`, `d` or both, in either order
     /// and either case, then `]`.
-    private mutating func modifier(openedAt start: Int) throws(PredicateError) -> Comparison.Options {
+    private mutating func modifier(openedAt start: Int) throws(PredicateSyntaxError) -> Comparison.Options {
         var options: Comparison.Options = []
         while let scalar = peek(), scalar != "]" {
             let option: Comparison.Options
@@ -463,7 +463,7 @@ private struct PredicateLexer {
     }
 
     /// The value of a string literal whose opening quote has been read.
-    private mutating func string(quote: Unicode.Scalar, openedAt start: Int) throws(PredicateError) -> String {
+    private mutating func string(quote: Unicode.Scalar, openedAt start: Int) throws(PredicateSyntaxError) -> String {
         var value = String.UnicodeScalarView()
         while true {
             guard let scalar = peek() else {
@@ -491,7 +491,7 @@ private struct PredicateLexer {
 
     /// An integer (`.int`) or a decimal (`.double`) whose first scalar (a digit or `-`) has
     /// been read.
-    private mutating func number(startingAt start: Int) throws(PredicateError) -> Value {
+    private mutating func number(startingAt start: Int) throws(PredicateSyntaxError) -> Value {
         while Self.isDigit(peek()) { position += 1 }
         var isDecimal = false
         if peek() == "." {
@@ -548,12 +548,12 @@ private struct PredicateParser {
     /// How many parentheses and `NOT`s enclose the current token.
     private var nesting = 0
 
-    init(format: String) throws(PredicateError) {
+    init(format: String) throws(PredicateSyntaxError) {
         lexer = PredicateLexer(format: format)
         token = try lexer.next()
     }
 
-    mutating func parse() throws(PredicateError) -> ObjectPredicate {
+    mutating func parse() throws(PredicateSyntaxError) -> ObjectPredicate {
         let predicate = try parseConnectives()
         switch token.kind {
         case .end:
@@ -573,7 +573,7 @@ private struct PredicateParser {
 
     /// `or := and (OR and)*` and `and := unary (AND unary)*`, read in one loop: a run of
     /// unaries joined by `AND` is one operand of the `OR`s around it.
-    private mutating func parseConnectives() throws(PredicateError) -> ObjectPredicate {
+    private mutating func parseConnectives() throws(PredicateSyntaxError) -> ObjectPredicate {
         var disjuncts: [ObjectPredicate] = []
         var conjuncts: [ObjectPredicate] = []
         while true {
@@ -601,7 +601,7 @@ private struct PredicateParser {
     }
 
     /// `unary := NOT* ("(" or ")" | primary)`.
-    private mutating func parseUnary() throws(PredicateError) -> ObjectPredicate {
+    private mutating func parseUnary() throws(PredicateSyntaxError) -> ObjectPredicate {
         let negations = try parseNegations()
         let predicate: ObjectPredicate
         if isOpenParenthesis {
@@ -618,7 +618,7 @@ private struct PredicateParser {
     }
 
     /// Consumes any number of `NOT`s, in a loop rather than by recursion, and counts them.
-    private mutating func parseNegations() throws(PredicateError) -> Int {
+    private mutating func parseNegations() throws(PredicateSyntaxError) -> Int {
         var negations = 0
         while isConnective(.not) {
             try enterNesting()
@@ -639,14 +639,14 @@ private struct PredicateParser {
     }
 
     /// Consumes the `)` of a group, leaving a level of nesting.
-    private mutating func closeGroup(openedAt open: Int) throws(PredicateError) {
+    private mutating func closeGroup(openedAt open: Int) throws(PredicateSyntaxError) {
         guard case .closeParenthesis = token.kind else { throw unclosedGroup(openedAt: open) }
         nesting -= 1
         try advance()
     }
 
     /// `primary := TRUEPREDICATE | FALSEPREDICATE | comparison`.
-    private mutating func parsePrimary() throws(PredicateError) -> ObjectPredicate {
+    private mutating func parsePrimary() throws(PredicateSyntaxError) -> ObjectPredicate {
         switch token.kind {
         case .keyword(.truePredicate):
             try advance()
@@ -659,7 +659,7 @@ private struct PredicateParser {
         }
     }
 
-    private func unclosedGroup(openedAt open: Int) -> PredicateError {
+    private func unclosedGroup(openedAt open: Int) -> PredicateSyntaxError {
         if token.kind == .end {
             return lexer.error("unbalanced parentheses: this '(' is never closed", at: open)
         }
@@ -667,18 +667,18 @@ private struct PredicateParser {
     }
 
     /// Counts one more level of parentheses or `NOT` around what follows the current token.
-    private mutating func enterNesting() throws(PredicateError) {
+    private mutating func enterNesting() throws(PredicateSyntaxError) {
         nesting += 1
         guard nesting <= ObjectPredicate.maximumFormatNesting else { throw tooDeeplyNested() }
     }
 
-    private func tooDeeplyNested() -> PredicateError {
+    private func tooDeeplyNested() -> PredicateSyntaxError {
         error("too deeply nested: more than \(ObjectPredicate.maximumFormatNesting) levels of parentheses and NOT", at: token)
     }
 
     // MARK: Comparisons
 
-    private mutating func parseComparison() throws(PredicateError) -> Comparison {
+    private mutating func parseComparison() throws(PredicateSyntaxError) -> Comparison {
         var quantifier: Comparison.Quantifier?
         let left: Operand
         let leftStart = token.start
@@ -711,7 +711,7 @@ private struct PredicateParser {
     }
 
     /// The operator, consumed.
-    private mutating func parseOperator(leftStartingAt leftStart: Int) throws(PredicateError) -> Comparison.Operator {
+    private mutating func parseOperator(leftStartingAt leftStart: Int) throws(PredicateSyntaxError) -> Comparison.Operator {
         let op: Comparison.Operator
         switch token.kind {
         case .comparisonOperator(let symbol):
@@ -738,7 +738,7 @@ private struct PredicateParser {
     /// path or a literal for the others.
     private mutating func parseRightOperand(
         of op: Comparison.Operator, operatorStartingAt operatorStart: Int
-    ) throws(PredicateError) -> Operand {
+    ) throws(PredicateSyntaxError) -> Operand {
         /// The operator and its modifier as written (`==[c]`), for messages.
         var operatorText: String { lexer.text(from: operatorStart, to: previousEnd) }
         switch op {
@@ -769,7 +769,7 @@ private struct PredicateParser {
     }
 
     /// A key path or a literal, consumed; `nil` (nothing consumed) for anything else.
-    private mutating func parseOperand() throws(PredicateError) -> Operand? {
+    private mutating func parseOperand() throws(PredicateSyntaxError) -> Operand? {
         let operand: Operand
         switch token.kind {
         case .key(let path): operand = .key(path)
@@ -784,7 +784,7 @@ private struct PredicateParser {
     }
 
     /// A list literal `{a, b, c}` of literal values, from its `{`.
-    private mutating func parseList() throws(PredicateError) -> [Value] {
+    private mutating func parseList() throws(PredicateSyntaxError) -> [Value] {
         let open = token
         try advance()
         var values: [Value] = []
@@ -825,7 +825,7 @@ private struct PredicateParser {
 
     // MARK: Tokens and messages
 
-    private mutating func advance() throws(PredicateError) {
+    private mutating func advance() throws(PredicateSyntaxError) {
         previousStart = token.start
         previousEnd = token.end
         token = try lexer.next()
@@ -854,7 +854,7 @@ private struct PredicateParser {
         }
     }
 
-    private func error(_ message: String, at token: PredicateToken) -> PredicateError {
+    private func error(_ message: String, at token: PredicateToken) -> PredicateSyntaxError {
         lexer.error(message, at: token.start)
     }
 }

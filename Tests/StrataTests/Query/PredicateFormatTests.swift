@@ -24,7 +24,7 @@ private func compare(_ left: Operand, _ op: Comparison.Operator, _ right: Operan
 }
 
 /// The error parsing `format` throws, or `nil` (recorded as an issue) if it parses.
-private func parseError(_ format: String, sourceLocation: SourceLocation = #_sourceLocation) -> Strata.PredicateError? {
+private func parseError(_ format: String, sourceLocation: SourceLocation = #_sourceLocation) -> PredicateSyntaxError? {
     do {
         let predicate = try ObjectPredicate(format: format)
         Issue.record("\(format) parsed as \(predicate)", sourceLocation: sourceLocation)
@@ -367,12 +367,12 @@ struct PredicateFormatErrorTests {
 
         let message = "too deeply nested: more than \(limit) levels of parentheses and NOT"
         let tooDeep = String(repeating: "(", count: limit + 1) + "a == 1" + String(repeating: ")", count: limit + 1)
-        #expect(parseError(tooDeep) == Strata.PredicateError(message: message, column: limit + 1, format: tooDeep))
+        #expect(parseError(tooDeep) == PredicateSyntaxError(message: message, column: limit + 1, format: tooDeep))
         let mixed = String(repeating: "NOT (", count: limit / 2) + "!a == 1" + String(repeating: ")", count: limit / 2)
-        #expect(parseError(mixed) == Strata.PredicateError(message: message, column: 5 * (limit / 2) + 1, format: mixed))
+        #expect(parseError(mixed) == PredicateSyntaxError(message: message, column: 5 * (limit / 2) + 1, format: mixed))
         // Hostile input fails quickly and cleanly instead of exhausting the stack.
         let hostile = String(repeating: "(", count: 100_000)
-        #expect(parseError(hostile) == Strata.PredicateError(message: message, column: limit + 1, format: hostile))
+        #expect(parseError(hostile) == PredicateSyntaxError(message: message, column: limit + 1, format: hostile))
     }
 
     @Test("the deepest nesting parses on a thread with a 512 KiB stack")

@@ -4,9 +4,8 @@
 /// (extended grapheme clusters, as `String.count` does) of ``format``; it points at the first
 /// character that does not fit, or one past the last character when the format ends too early.
 ///
-/// Foundation declares a `PredicateError` too (for its `#Predicate` macro); in a file that
-/// imports both modules, spell this one `Strata.PredicateError`. Typed throws usually make
-/// naming it unnecessary: in `catch`, `error` already has this type.
+/// (Not named `PredicateError`, which Foundation declares for its `#Predicate` macro.)
+/// Typed throws usually make naming it unnecessary: in `catch`, `error` already has this type.
 ///
 /// ```swift
 /// do {
@@ -15,7 +14,7 @@
 ///     print(error)   // expected a value after '>=' at column 8 in "age >= "
 /// }
 /// ```
-public struct PredicateError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct PredicateSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, and what was expected instead: `expected a value after '>='`.
     public var message: String
     /// The 1-based column, in characters, of the culprit in ``format``.
