@@ -53,7 +53,7 @@ extension Generation {
         for comparison in predicate.conjuncts {
             guard comparison.quantifier == nil, comparison.options.isEmpty,
                 case .key(let path) = comparison.left, path.steps.count == 1, !path.isCount,
-                case .attribute = path.steps[0].kind, sortedIndexes[bound.entity][path.steps[0].index] != nil
+                case .attribute = path.steps[0].kind, hasOrderedIndex(entity: bound.entity, attribute: path.steps[0].index)
             else { continue }
             let attribute = path.steps[0].index
             func edge(_ value: Value, _ inclusive: Bool) -> SortedIndex.Bound { SortedIndex.Bound(value: value, inclusive: inclusive) }
@@ -74,7 +74,7 @@ extension Generation {
             else { continue }
             if best == nil || found.0 < best!.rank { best = (found.0, found.1, attribute) }
         }
-        guard let best, let index = sortedIndexes[bound.entity][best.attribute] else { return nil }
+        guard let best, let index = orderedIndex(entity: bound.entity, attribute: best.attribute) else { return nil }
         var numbers: [UInt64] = []
         var seen = Set<UInt64>()
         for (lower, upper) in best.ranges {
@@ -104,9 +104,10 @@ extension Generation {
     func orderedByIndex(_ bound: BoundRequest) -> [(number: UInt64, values: [Value])]? {
         guard let limit = bound.limit, let first = bound.sort.first, first.path.steps.count == 1, !first.path.isCount,
             case .attribute = first.path.steps[0].kind,
-            let index = sortedIndexes[bound.entity][first.path.steps[0].index],
+            hasOrderedIndex(entity: bound.entity, attribute: first.path.steps[0].index),
             indexedCandidates(bound) == nil
         else { return nil }
+        guard let index = orderedIndex(entity: bound.entity, attribute: first.path.steps[0].index) else { return nil }
         let needed = bound.offset + limit
         var rows: [(number: UInt64, values: [Value])] = []
         var lastKey: Value?

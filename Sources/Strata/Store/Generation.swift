@@ -17,16 +17,17 @@ public struct Generation: Sendable {
     var tables: [PersistentTable<StoredRow>]
     /// Unique indexes: for each entity with a unique attribute, value → object number.
     var uniqueIndexes: [PersistentMap<Value, UInt64>?]
-    /// Ordered indexes: for each entity, attribute storage index → index, for every
-    /// attribute declared `indexed` or `unique`.
-    var sortedIndexes: [[Int: SortedIndex]]
+    /// Ordered indexes: for each entity, attribute storage index → the index, for every
+    /// attribute declared `indexed` or `unique`. Built on first use (from the table) and
+    /// maintained by the commits that follow; a generation never built one pays nothing for
+    /// it — replay and cold opens stay as fast as without indexes. Each box belongs to one
+    /// generation (see ``detachIndexes()``); its lock guards the one-time build.
+    private(set) var sortedIndexes: [[Int: Locked<SortedIndex?>]]
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
     /// bulk when it ends (much faster than one insertion per row).
     private var checkpointUniques: [[(key: Value, value: UInt64)]] = []
-    /// Indexed values of checkpoint rows, per entity and attribute, indexed in bulk when it ends.
-    private var checkpointIndexed: [[Int: [SortedIndex.Entry]]] = []
 
     /// A schema with no entities, for a generation that is replaced before use.
     static let placeholderSchema = try! Schema("placeholder", entities: [])
@@ -38,7 +39,7 @@ public struct Generation: Sendable {
         tables = schema.entities.map { _ in PersistentTable() }
         uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
         sortedIndexes = schema.layout.entities.map { layout in
-            Dictionary(uniqueKeysWithValues: layout.orderedIndexAttributes.map { ($0, SortedIndex()) })
+            Dictionary(uniqueKeysWithValues: layout.orderedIndexAttributes.map { ($0, Locked<SortedIndex?>(nil)) })
         }
         highestNumbers = schema.entities.map { _ in 0 }
     }
@@ -92,7 +93,7 @@ public struct Generation: Sendable {
             uniqueIndexes[entity]![values[attribute]] = id.number
         }
         for attribute in schema.layout.entities[entity].orderedIndexAttributes {
-            sortedIndexes[entity][attribute]!.insert(values[attribute], number: id.number)
+            sortedIndexes[entity][attribute]!.withLock { $0?.insert(values[attribute], number: id.number) }
         }
         if id.number > highestNumbers[entity] { highestNumbers[entity] = id.number }
     }
@@ -101,9 +102,12 @@ public struct Generation: Sendable {
         guard var row = tables[entity][id.number] else { preconditionFailure("update of \(id), which this generation lacks") }
         let unique = uniqueAttributeIndex(entity)
         for change in changes {
-            if sortedIndexes[entity][change.index] != nil, row.values[change.index] != change.value {
-                sortedIndexes[entity][change.index]!.remove(row.values[change.index], number: id.number)
-                sortedIndexes[entity][change.index]!.insert(change.value, number: id.number)
+            if let box = sortedIndexes[entity][change.index], row.values[change.index] != change.value {
+                let old = row.values[change.index]
+                box.withLock { index in
+                    index?.remove(old, number: id.number)
+                    index?.insert(change.value, number: id.number)
+                }
             }
             if change.index == unique {
                 let old = row.values[change.index]
@@ -119,7 +123,7 @@ public struct Generation: Sendable {
     mutating func deleteRow(_ id: ObjectID, entity: Int) {
         guard let row = tables[entity].removeValue(forKey: id.number) else { return }
         for attribute in schema.layout.entities[entity].orderedIndexAttributes {
-            sortedIndexes[entity][attribute]!.remove(row.values[attribute], number: id.number)
+            sortedIndexes[entity][attribute]!.withLock { _ = $0?.remove(row.values[attribute], number: id.number) }
         }
         if let attribute = uniqueAttributeIndex(entity) {
             let value = row.values[attribute]
@@ -137,8 +141,32 @@ public struct Generation: Sendable {
         return tables[entity][id.number] != nil
     }
 
+    /// Gives this generation its own index boxes (copies of the built indexes, sharing their
+    /// leaves), so that changing them leaves every earlier generation's alone.
+    mutating func detachIndexes() {
+        sortedIndexes = sortedIndexes.map { boxes in boxes.mapValues { box in Locked(box.withLock { $0 }) } }
+    }
+
+    /// The ordered index of an attribute, built now if this generation has none yet.
+    func orderedIndex(entity: Int, attribute: Int) -> SortedIndex? {
+        guard let box = sortedIndexes[entity][attribute] else { return nil }
+        return box.withLock { index in
+            if let index { return index }
+            var entries: [SortedIndex.Entry] = []
+            entries.reserveCapacity(tables[entity].count)
+            tables[entity].forEach { number, row in entries.append(SortedIndex.Entry(value: row.values[attribute], number: number)) }
+            let built = SortedIndex(bulk: entries)
+            index = built
+            return built
+        }
+    }
+
+    /// Whether an attribute has an ordered index (built or not).
+    func hasOrderedIndex(entity: Int, attribute: Int) -> Bool { sortedIndexes[entity][attribute] != nil }
+
     /// Applies a transaction the journal accepted (already validated).
     mutating func applyValidated(_ record: TransactionRecord) {
+        detachIndexes()
         for row in record.inserted {
             insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number)
         }
@@ -162,13 +190,6 @@ extension Generation: JournalReplayTarget, CheckpointSource {
             if checkpointUniques.isEmpty { checkpointUniques = schema.entities.map { _ in [] } }
             checkpointUniques[entity].append((row.values[attribute], row.id.number))
         }
-        let indexed = schema.layout.entities[entity].orderedIndexAttributes
-        if !indexed.isEmpty {
-            if checkpointIndexed.isEmpty { checkpointIndexed = schema.entities.map { _ in [:] } }
-            for attribute in indexed {
-                checkpointIndexed[entity][attribute, default: []].append(SortedIndex.Entry(value: row.values[attribute], number: row.id.number))
-            }
-        }
         if row.id.number > highestNumbers[entity] { highestNumbers[entity] = row.id.number }
     }
 
@@ -178,10 +199,8 @@ extension Generation: JournalReplayTarget, CheckpointSource {
             uniqueIndexes[entity] = PersistentMap(bulk: entries)
         }
         checkpointUniques = []
-        for (entity, attributes) in checkpointIndexed.enumerated() {
-            for (attribute, entries) in attributes { sortedIndexes[entity][attribute] = SortedIndex(bulk: entries) }
-        }
-        checkpointIndexed = []
+        // Ordered indexes are built when first used.
+        sortedIndexes = sortedIndexes.map { boxes in boxes.mapValues { _ in Locked<SortedIndex?>(nil) } }
         for (name, number) in highestObjectNumbers {
             if let entity = schema.entityIndex(named: name), number > highestNumbers[entity] { highestNumbers[entity] = number }
         }

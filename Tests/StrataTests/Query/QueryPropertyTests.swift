@@ -134,8 +134,8 @@ import Testing
         _ = plain.allocateObjectIDs(for: "Song", count: 120)
         try await indexed.commit(ChangeSet(inserted: rows))
         try await plain.commit(ChangeSet(inserted: rows))
-        let g = indexed.currentGeneration
-        let p = plain.currentGeneration
+        var g = indexed.currentGeneration
+        var p = plain.currentGeneration
 
         // A context with pending changes on top: renamed titles, changed numbers, a deletion, an insert.
         let coordinator = Coordinator(store: indexed, modelClasses: [Artist.self, Album.self, Song.self])
@@ -160,9 +160,31 @@ import Testing
             song.milliseconds = 90_000
             song.album = c.object(with: ObjectID(entity: "Album", number: 1), as: Album.self)
         }
-        let contextState = await context.perform { c in Self.snapshot(of: c) }
+        var contextState = await context.perform { c in Self.snapshot(of: c) }
 
         for round in 0..<300 {
+            if round == 150 {
+                // Change the stores after the indexes were built: commits must keep them right.
+                var updates: [ObjectUpdate] = []
+                for number in Set((0..<40).map { _ in UInt64.random(in: 1...120, using: &rng) }) {
+                    let id = ObjectID(entity: "Song", number: number)
+                    updates.append(g.update(id, ["title": .string(Self.titles.randomElement(using: &rng)!),
+                                                 "milliseconds": .int(Int64(Int.random(in: 0...20, using: &rng) * 30_000))]))
+                }
+                for number in Set((0..<10).map { _ in UInt64.random(in: 1...12, using: &rng) }) {
+                    let id = ObjectID(entity: "Artist", number: number)
+                    updates.append(g.update(id, ["name": Self.names.randomElement(using: &rng)!.map(Value.string) ?? .null]))
+                }
+                try await indexed.commit(ChangeSet(updated: updates))
+                try await plain.commit(ChangeSet(updated: updates))
+                g = indexed.currentGeneration
+                p = plain.currentGeneration
+                // The context follows the store: objects it has not changed show the commit.
+                contextState = await context.perform { c in
+                    for object in c.registeredObjects where !object.hasChanges && !object.isDeleted { c.refresh(object, mergeChanges: false) }
+                    return Self.snapshot(of: c)
+                }
+            }
             let entity = ["Song", "Album", "Artist"].randomElement(using: &rng)!
             let predicate = Bool.random(using: &rng) ? Self.randomPredicate(entity, rng: &rng) : nil
             let sort = Self.randomSort(entity, rng: &rng)
