@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import Strata
+
+@Suite struct StackTests {
+    struct Fixture {
+        let directory: TemporaryDirectory
+        let store: Store
+        let stack: Stack
+
+        init(_ preset: StackPreset) async throws {
+            directory = TemporaryDirectory("strata-stack")
+            store = try StoreTesting.create(in: directory, durability: .relaxed)
+            stack = Stack(preset, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+            await stack.start()
+        }
+
+        /// Saves a context through the stack, and waits for the writer where the preset writes asynchronously.
+        func saveDurably(_ context: ObjectContext) async throws {
+            let outcomes = stack.writerSaves()
+            try await stack.save(context)
+            var path: ObjectContext? = context
+            var throughView = false
+            while let next = path {
+                throughView = throughView || next === stack.viewContext
+                path = next.parentContext
+            }
+            guard stack.writerContext != nil, throughView else { return }
+            var iterator = outcomes.makeAsyncIterator()
+            if let error = await iterator.next()?.error { throw error }
+        }
+
+        func close() async {
+            await store.close()
+            directory.remove()
+        }
+    }
+
+    @Test("imports become visible in the view context and durable", arguments: StackPreset.allCases)
+    func importsReachTheView(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let importer = f.stack.newImportContext()
+        let ids = await importer.perform { c -> [ObjectID] in
+            (1...20).map { n in
+                let artist = c.insert(Artist.self)
+                artist.artistID = n
+                artist.name = "Artist \(n)"
+                return artist.objectID
+            }
+        }
+        try await f.saveDurably(importer)
+        #expect(f.store.currentGeneration.count(of: "Artist") == 20, "\(preset): durable")
+        let seen = try await f.stack.viewContext.perform { c in try c.count(Artist.self) }
+        #expect(seen == 20, "\(preset): visible in the view context")
+        let name = await f.stack.viewContext.perform { c in c.object(with: ids[4], as: Artist.self).name }
+        #expect(name == "Artist 5")
+        await f.close()
+    }
+
+    @Test("editors: saved edits reach the store, dropped ones change nothing", arguments: StackPreset.allCases)
+    func editors(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let o = try await seedSongbook(f.store)
+        let before = StoreState(f.store)
+        do {
+            let dropped = await f.stack.newEditorContext()
+            await dropped.perform { c in c.object(with: o.a1, as: Artist.self).name = "dropped" }
+        }
+        let viewChanges = await f.stack.viewContext.hasChanges
+        #expect(!viewChanges)
+        #expect(StoreState(f.store) == before, "\(preset): a dropped editor changes nothing")
+        let editor = await f.stack.newEditorContext()
+        await editor.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "edited"
+            c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+        }
+        try await f.saveDurably(editor)
+        let g = f.store.currentGeneration
+        #expect(g.value(o.a1, "name") == .string("edited"), "\(preset)")
+        #expect(g.value(o.x, "artist") == .object(o.a2), "\(preset)")
+        #expect(g.integrityProblems().isEmpty, "\(preset)")
+        await f.close()
+    }
+
+    @Test("the hybrid stack's editors follow imports and report conflicting keys")
+    func hybridEditorFollowsImports() async throws {
+        let f = try await Fixture(.hybrid)
+        let o = try await seedSongbook(f.store)
+        let editor = await f.stack.newEditorContext()
+        let conflicts = editor.mergeConflicts()
+        await editor.perform { c in
+            let artist = c.object(with: o.a1, as: Artist.self)
+            artist.name = "editor's"
+            _ = c.object(with: o.a2, as: Artist.self).name
+        }
+        let importer = f.stack.newImportContext()
+        await importer.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "import's"
+            c.object(with: o.a2, as: Artist.self).name = "renamed by import"
+        }
+        try await f.saveDurably(importer)
+        await waitUntil(editor, "the editor merges the import") { c in c.object(with: o.a2, as: Artist.self).name == "renamed by import" }
+        var iterator = conflicts.makeAsyncIterator()
+        let reported = await iterator.next()
+        #expect(reported?.map(\.key) == ["name"])
+        #expect(reported?.first?.object == o.a1)
+        let kept = await editor.perform { c in c.object(with: o.a1, as: Artist.self).name }
+        #expect(kept == "editor's", "the editor's own change is kept until its policy says otherwise")
+        await f.close()
+    }
+}
