@@ -327,7 +327,7 @@ extension ObjectContext {
         let origin = ObjectIdentifier(self)
         let didSave: DidSave
         if let parentContext {
-            try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin))
+            try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: mergePolicy))
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: nil)
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
@@ -351,7 +351,7 @@ extension ObjectContext {
 
     /// Applies a child's save as this context's pending changes.
     func applyChildSave(_ save: ChildSave) throws(StoreError) {
-        let didSave = try link.measure(.applyChildSave, objects: { _ in save.inserted.count + save.updated.count + save.deleted.count }) {
+        let didSave = try link.measure(.applyChildSave, objects: { $0.inserted.count + $0.updated.count + $0.deleted.count }) {
             () throws(StoreError) -> DidSave in
             try graph.applyChildSave(save)
         }

@@ -18,19 +18,22 @@ struct SaveCapture {
         return changes
     }
 
-    func childSave(author: String, origin: ObjectIdentifier) -> ChildSave {
-        ChildSave(author: author, origin: origin, inserted: insertedRows,
-                  updated: updates.map { RowUpdate(id: $0.id, changes: $0.changes) }, deleted: deleted.map(\.objectID))
+    func childSave(author: String, origin: ObjectIdentifier, mergePolicy: MergePolicy) -> ChildSave {
+        ChildSave(author: author, origin: origin, inserted: insertedRows, updated: updates, deleted: deleted.map(\.objectID),
+                  mergePolicy: mergePolicy)
     }
 }
 
-/// A child context's save, as its parent applies it.
+/// A child context's save, as its parent applies it: each update with the values it was
+/// based on, so that the parent finds keys it changed meanwhile (conflicts, resolved by the
+/// child's merge policy, as the store does).
 struct ChildSave: Sendable {
     let author: String
     let origin: ObjectIdentifier
     let inserted: [RowImage]
-    let updated: [RowUpdate]
+    let updated: [ObjectUpdate]
     let deleted: [ObjectID]
+    let mergePolicy: MergePolicy
 }
 
 extension ObjectGraph {
@@ -220,7 +223,8 @@ extension ObjectGraph {
             }
             updatedObjects.append(object)
         }
-        try checkUniques(of: save)
+        let updates = try resolveConflicts(of: save, against: updatedObjects)
+        try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: save.deleted)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
@@ -235,7 +239,7 @@ extension ObjectGraph {
             adopt(object)
             values[row.id] = row.values
         }
-        for (object, update) in zip(updatedObjects, save.updated) {
+        for (object, update) in updates {
             let entity = schema.entities[object.entityIndex]
             for change in update.changes { setPrimitive(object, index: change.index, value: change.value) }
             changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
@@ -253,23 +257,72 @@ extension ObjectGraph {
             noteChanged(object)
             pendingNotification.deleted.insert(id)
         }
-        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: save.updated.map(\.id),
+        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
                               deleted: save.deleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
         return didSave
     }
 
-    private func checkUniques(of save: ChildSave) throws(StoreError) {
-        let deletedIDs = Set(save.deleted)
+    /// The child's updates as they apply here: keys this context changed since the child
+    /// read them are conflicts, resolved by the child's merge policy; to-many lists merge
+    /// element by element (their additions and removals, then the child's).
+    private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject]) throws(StoreError) -> [(object: ManagedObject, update: RowUpdate)] {
+        var result: [(object: ManagedObject, update: RowUpdate)] = []
+        var conflicts: [Conflict] = []
+        for (object, update) in zip(objects, save.updated) {
+            let entity = schema.entities[object.entityIndex]
+            var changes: [PropertyChange] = []
+            var conflicting = Set<Int>()
+            for change in update.changes {
+                let base = update.baseValues[change.index]
+                let theirs = object.storage[change.index]
+                guard theirs != base else {
+                    changes.append(change)
+                    continue
+                }
+                if relationships[object.entityIndex][change.index]?.isToMany == true {
+                    let ours = Self.targets(change.value)
+                    let before = Set(Self.targets(base))
+                    let removedByChild = before.subtracting(ours)
+                    var merged = Self.targets(theirs).filter { !removedByChild.contains($0) }
+                    for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
+                    changes.append(PropertyChange(index: change.index, value: .objects(merged)))
+                    continue
+                }
+                conflicting.insert(change.index)
+                conflicts.append(Conflict(object: update.id, key: entity.property(at: change.index).name, base: base, ours: change.value,
+                                          theirs: theirs, theirVersion: nil))
+                changes.append(change)
+            }
+            switch save.mergePolicy {
+            case .error, .contextWins, .overwrite: break
+            case .storeWins: changes.removeAll { conflicting.contains($0.index) }
+            case .rollback: if !conflicting.isEmpty { changes = [] }
+            }
+            if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
+        }
+        if save.mergePolicy == .error && !conflicts.isEmpty {
+            var error = StoreError(.conflict,
+                                   "\(conflicts.count) conflict(s) with changes made in \(link.name) since the child read the objects: "
+                                   + conflicts.prefix(5).map(\.description).joined(separator: "; ")
+                                   + ". Refresh the child's objects and save again, or choose a merge policy",
+                                   object: conflicts[0].object, key: conflicts[0].key)
+            error.conflicts = conflicts
+            throw error
+        }
+        return result
+    }
+
+    private func checkUniques(inserted: [RowImage], updated: [RowUpdate], deleted: [ObjectID]) throws(StoreError) {
         var claims: [(ObjectID, Int, Int, Value)] = []
-        var released = Set<ObjectID>(deletedIDs)
-        for row in save.inserted {
+        var released = Set<ObjectID>(deleted)
+        for row in inserted {
             let entity = entityIndex(named: row.id.entity)
             if let attribute = schema.layout.entities[entity].uniqueAttribute, !row.values[attribute].isNull {
                 claims.append((row.id, entity, attribute, row.values[attribute]))
             }
         }
-        for update in save.updated {
+        for update in updated {
             let entity = entityIndex(named: update.id.entity)
             guard let attribute = schema.layout.entities[entity].uniqueAttribute,
                 let change = update.changes.first(where: { $0.index == attribute })

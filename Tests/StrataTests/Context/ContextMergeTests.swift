@@ -186,6 +186,45 @@ import Testing
         await f.close()
     }
 
+    @Test("sibling children: a key both changed is a conflict in the parent; list additions merge")
+    func siblingConflicts() async throws {
+        let f = try ContextFixture(.root)
+        let o = try await seedSongbook(f.store)
+        let first = ObjectContext(parent: f.context, name: "first")
+        let second = ObjectContext(parent: f.context, name: "second")
+        let (s1, s2) = await (first.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "first's"
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(21)
+            song.title = "One more"
+            song.milliseconds = 1
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        }, second.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "second's"
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(22)
+            song.title = "Another"
+            song.milliseconds = 1
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        })
+        try await first.save()
+        let error = await #expect(throws: StoreError.self) { try await second.save() }
+        #expect(error?.code == .conflict)
+        #expect(error?.conflicts.map(\.key) == ["name"])
+        await second.perform { c in c.mergePolicy = .storeWins }
+        try await second.save()
+        let (name, songs) = await f.context.perform { c in
+            (c.object(with: o.a1, as: Artist.self).name, Set(c.object(with: o.y, as: Album.self).songs.map(\.objectID)))
+        }
+        #expect(name == "first's", "storeWins keeps the parent's value")
+        #expect(songs == [s1, s2], "both children's additions to the list survive")
+        try await f.context.save()
+        #expect(f.store.currentGeneration.integrityProblems().isEmpty)
+        await f.close()
+    }
+
     @Test("objects-did-change reports inserts, updates with keys, and deletions once per turn")
     func objectsDidChange() async throws {
         let f = try ContextFixture(.root)
