@@ -85,6 +85,9 @@ public struct ObjectsDidChange: Sendable, Hashable {
     public var invalidated: Set<ObjectID> = []
     /// Whether every object was invalidated (``ObjectContext/reset()``).
     public var invalidatedAll = false
+    /// Objects a merged save inserted, changed or deleted, registered here or not (what live
+    /// results re-fetch for: an object this context never loaded may now match).
+    public var merged: Set<ObjectID> = []
 
     /// Creates an empty notification.
     public init() {}
@@ -92,6 +95,7 @@ public struct ObjectsDidChange: Sendable, Hashable {
     /// Whether nothing changed.
     public var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty && !invalidatedAll
+            && merged.isEmpty
     }
 
     mutating func noteUpdate(_ id: ObjectID, key: String) {

@@ -102,8 +102,8 @@ public final class FetchedResults<Object: ManagedObject> {
         for row in rows {
             let key = sectionPath.map { $0.resolve(row.values, reader: reader).first ?? .null } ?? .null
             let id = ObjectID(entity: name, number: row.number)
-            if let last = sections.last, last.key == key {
-                sections[sections.count - 1].ids.append(id)
+            if !sections.isEmpty, sections[sections.count - 1].key == key {
+                sections[sections.count - 1].ids.append(id)  // in place (no copy of the section held)
             } else {
                 sections.append(ResultsSnapshot.Section(key: key, ids: [id]))
             }
@@ -117,7 +117,7 @@ public final class FetchedResults<Object: ManagedObject> {
         guard !isSuspended else { return }
         let touches = change.invalidatedAll || searchTouches(change)
         guard touches else { return }
-        refresh(reportingDiff: true, updated: Set(change.updated.keys).union(change.refreshed))
+        refresh(reportingDiff: true, updated: Set(change.updated.keys).union(change.refreshed).union(change.merged))
     }
 
     private func searchTouches(_ change: ObjectsDidChange) -> Bool {
@@ -129,6 +129,7 @@ public final class FetchedResults<Object: ManagedObject> {
         func mine(_ id: ObjectID) -> Bool { id.entity == entityName }
         return change.inserted.contains(where: mine) || change.deleted.contains(where: mine) || change.updated.keys.contains(where: mine)
             || change.refreshed.contains(where: mine) || change.invalidated.contains(where: mine)
+            || change.merged.contains(where: mine)
     }
 
     private var predicateFollowsRelationships: Bool {

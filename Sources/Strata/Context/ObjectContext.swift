@@ -40,7 +40,7 @@ public actor ObjectContext {
     public var mergePolicy: MergePolicy = .error
     /// Whether the context merges other contexts' saves as they happen: for a context on a
     /// coordinator, every commit to the store by anyone else (other contexts, other
-    /// coordinators); for a child, every change of its parent it did not make itself.
+    /// coordinators); for a child, what its parent merges and its siblings save into it.
     public var automaticallyMergesChanges = false {
         didSet { updateMergeSubscription() }
     }
@@ -389,6 +389,9 @@ extension ObjectContext {
         let found = link.measure(.merge, objects: { $0.touched }) {
             graph.merge(save, policy: mergePolicy)
         }.conflicts
+        graph.pendingNotification.merged.formUnion(save.inserted)
+        graph.pendingNotification.merged.formUnion(save.updated)
+        graph.pendingNotification.merged.formUnion(save.deleted)
         if let generation = save.generation { advancePin(to: generation) }
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }
@@ -407,6 +410,10 @@ extension ObjectContext {
         mergeTask = nil
         guard automaticallyMergesChanges else { return }
         let me = ObjectIdentifier(self)
+        // A child skips its parent's own saves: what they hold came from the parent's
+        // children (this one included, possibly in a newer state since) or was already
+        // visible through the parent. It takes the parent's merges and its siblings' saves.
+        let parent = parentContext.map(ObjectIdentifier.init)
         let stream: AsyncStream<DidSave>
         if parentContext != nil, case .context(let parentLink) = link.parent {
             stream = parentLink.changes.subscribe()
@@ -422,7 +429,7 @@ extension ObjectContext {
         }
         mergeTask = Task { [weak self] in
             for await save in stream {
-                guard save.origin != me else { continue }
+                guard save.origin != me, save.origin == nil || save.origin != parent else { continue }
                 guard let self else { return }
                 await self.mergeIfStillFollowing(save)
             }

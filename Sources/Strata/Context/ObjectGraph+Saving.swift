@@ -147,10 +147,14 @@ extension ObjectGraph {
                 version = row.version
             }
             if object.lastChange > capture.stamp, object.lifecycle == .persistent || object.lifecycle == .inserted {
-                // Changed while the save ran, by the user or by merges: keys outside the
-                // object's changes hold merged values, which become part of its base.
+                // Changed while the save ran. If a merge based it on a state newer than the
+                // save, keys outside its changes hold those merged values, which become part
+                // of its base; otherwise (a rollback, a refresh) they take what was saved.
                 var newBase = values
-                for index in newBase.indices where !object.changedKeys.contains(index) { newBase[index] = object.storage[index] }
+                let mergedNewer = object.baseVersion > version
+                for index in newBase.indices where !object.changedKeys.contains(index) {
+                    if mergedNewer { newBase[index] = object.storage[index] } else { object.storage[index] = values[index] }
+                }
                 object.base = newBase
                 object.baseVersion = max(version, object.baseVersion)
                 object.lifecycle = .persistent
@@ -364,8 +368,16 @@ extension ObjectGraph {
             pendingNotification.invalidated.insert(id)
         }
         for id in save.updated + save.inserted {
-            guard let object = registered[id], object.isLoaded, let theirs = save.values[id] else { continue }
+            guard let object = registered[id], object.isLoaded, let row = save.values[id] else { continue }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
+            // Only the keys the save changed: the rest of its row may be older than what this
+            // context holds (a state it handed to its parent that is not committed yet).
+            var theirs = row
+            if let keys = save.changedKeys[id], let base = object.base {
+                theirs = base
+                let names = schema.layout.entities[object.entityIndex].propertyNames
+                for key in keys { if let index = names.firstIndex(of: key) { theirs[index] = row[index] } }
+            }
             // Never go back: the object may already hold a newer state (read after this
             // transaction, or rebased by a save that followed it).
             if let transaction = save.transaction, object.baseVersion >= transaction { continue }

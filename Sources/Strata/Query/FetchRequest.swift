@@ -86,6 +86,12 @@ struct BoundRequest {
         return window(rows)
     }
 
+    /// How many of `count` matches the window keeps.
+    func windowCount(_ count: Int) -> Int {
+        let afterOffset = max(0, count - offset)
+        return limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
     func window<T>(_ rows: [T]) -> [T] {
         let start = min(offset, rows.count)
         let end = limit.map { min(rows.count, start + $0) } ?? rows.count

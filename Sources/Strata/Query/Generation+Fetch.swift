@@ -17,13 +17,10 @@ extension Generation {
     /// The number of objects a request matches (offset and limit applied).
     public func count(for request: FetchRequest) throws(StoreError) -> Int {
         let bound = try BoundRequest(request, schema: schema)
-        if bound.predicate == nil {
-            let all = tables[bound.entity].count
-            return bound.window(Array(0..<all)).count
-        }
+        if bound.predicate == nil { return bound.windowCount(tables[bound.entity].count) }
         var count = 0
         forEachCandidate(bound) { _, values in if bound.matches(values, reader: self) { count += 1 } }
-        return bound.window(Array(0..<count)).count
+        return bound.windowCount(count)
     }
 
     /// Matching rows, ordered and windowed.
@@ -50,29 +47,61 @@ extension Generation {
     func indexedCandidates(_ bound: BoundRequest) -> [UInt64]? {
         guard let predicate = bound.predicate else { return nil }
         var best: (rank: Int, ranges: [(SortedIndex.Bound?, SortedIndex.Bound?)], attribute: Int)?
+        /// Range conditions per attribute, narrowed together (`a >= 1 AND a < 9` reads 1..<9).
+        var lower: [Int: SortedIndex.Bound] = [:]
+        var upper: [Int: SortedIndex.Bound] = [:]
+        func edge(_ value: Value, _ inclusive: Bool) -> SortedIndex.Bound { SortedIndex.Bound(value: value, inclusive: inclusive) }
+        func tighterLower(_ a: SortedIndex.Bound?, _ b: SortedIndex.Bound) -> SortedIndex.Bound {
+            guard let a else { return b }
+            switch SortedIndex.compare(a.value, b.value) {
+            case .orderedAscending: return b
+            case .orderedDescending: return a
+            case .orderedSame: return edge(a.value, a.inclusive && b.inclusive)
+            }
+        }
+        func tighterUpper(_ a: SortedIndex.Bound?, _ b: SortedIndex.Bound) -> SortedIndex.Bound {
+            guard let a else { return b }
+            switch SortedIndex.compare(a.value, b.value) {
+            case .orderedAscending: return a
+            case .orderedDescending: return b
+            case .orderedSame: return edge(a.value, a.inclusive && b.inclusive)
+            }
+        }
         for comparison in predicate.conjuncts {
             guard comparison.quantifier == nil, comparison.options.isEmpty,
                 case .key(let path) = comparison.left, path.steps.count == 1, !path.isCount,
                 case .attribute = path.steps[0].kind, hasOrderedIndex(entity: bound.entity, attribute: path.steps[0].index)
             else { continue }
             let attribute = path.steps[0].index
-            func edge(_ value: Value, _ inclusive: Bool) -> SortedIndex.Bound { SortedIndex.Bound(value: value, inclusive: inclusive) }
             var candidate: (Int, [(SortedIndex.Bound?, SortedIndex.Bound?)])?
             switch (comparison.op, comparison.right) {
             case (.equal, .value(let v)): candidate = (0, [(edge(v, true), edge(v, true))])
             case (.in, .list(let values)): candidate = (1, values.map { (edge($0, true), edge($0, true)) })
             case (.between, .list(let b)) where b.count == 2 && !b[0].isNull && !b[1].isNull:
-                candidate = (2, [(edge(b[0], true), edge(b[1], true))])
-            case (.lessThan, .value(let v)) where !v.isNull: candidate = (3, [(edge(.null, false), edge(v, false))])
-            case (.lessThanOrEqual, .value(let v)) where !v.isNull: candidate = (3, [(edge(.null, false), edge(v, true))])
-            case (.greaterThan, .value(let v)) where !v.isNull: candidate = (3, [(edge(v, false), nil)])
-            case (.greaterThanOrEqual, .value(let v)) where !v.isNull: candidate = (3, [(edge(v, true), nil)])
+                lower[attribute] = tighterLower(lower[attribute], edge(b[0], true))
+                upper[attribute] = tighterUpper(upper[attribute], edge(b[1], true))
+            case (.lessThan, .value(let v)) where !v.isNull: upper[attribute] = tighterUpper(upper[attribute], edge(v, false))
+            case (.lessThanOrEqual, .value(let v)) where !v.isNull: upper[attribute] = tighterUpper(upper[attribute], edge(v, true))
+            case (.greaterThan, .value(let v)) where !v.isNull: lower[attribute] = tighterLower(lower[attribute], edge(v, false))
+            case (.greaterThanOrEqual, .value(let v)) where !v.isNull: lower[attribute] = tighterLower(lower[attribute], edge(v, true))
             default: break
             }
             // Only values of the attribute's own kind are in its index's order.
             guard let found = candidate, found.1.allSatisfy({ Self.indexable($0.0?.value, path) && Self.indexable($0.1?.value, path) })
             else { continue }
             if best == nil || found.0 < best!.rank { best = (found.0, found.1, attribute) }
+        }
+        if best == nil {
+            for attribute in Set(lower.keys).union(upper.keys) {
+                let path = predicate.conjuncts.compactMap { c -> BoundKeyPath? in
+                    if case .key(let p) = c.left, p.steps.count == 1, p.steps[0].index == attribute { p } else { nil }
+                }.first!
+                guard Self.indexable(lower[attribute]?.value, path), Self.indexable(upper[attribute]?.value, path) else { continue }
+                // A range excludes nulls: they sort first, below any lower bound.
+                let from = lower[attribute] ?? edge(.null, false)
+                let rank = lower[attribute] != nil && upper[attribute] != nil ? 2 : 3
+                if best == nil || rank < best!.rank { best = (rank, [(from, upper[attribute])], attribute) }
+            }
         }
         guard let best, let index = orderedIndex(entity: bound.entity, attribute: best.attribute) else { return nil }
         var numbers: [UInt64] = []

@@ -89,12 +89,14 @@ public final class Stack: Sendable {
     /// Starts the preset's automatic merging. Call once, before use.
     public func start() async {
         switch preset {
-        case .sharedCoordinator, .separateCoordinators, .hybrid:
+        case .sharedCoordinator, .separateCoordinators:
             // The view context follows every commit it did not make.
             await viewContext.perform { context in context.automaticallyMergesChanges = true }
-            if let writerContext {
-                await writerContext.perform { context in context.automaticallyMergesChanges = true }
-            }
+        case .hybrid:
+            // The writer follows the imports' commits (and so does the view, through it);
+            // the view merges them too, so that the objects it holds show them.
+            await writerContext!.perform { context in context.automaticallyMergesChanges = true }
+            await viewContext.perform { context in context.automaticallyMergesChanges = true }
         case .mainParent, .nested:
             break  // everything reaches the store through the view context
         }
