@@ -24,7 +24,8 @@ let package = Package(
         .executableTarget(
             name: "strata-journal-writer", dependencies: ["Strata"], path: "Tests/JournalWriter"),
         .executableTarget(
-            name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks", exclude: ["README.md"]),
+            name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks",
+            exclude: ["README.md", "Queries/sqlite_compare.py"]),
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCommand"],

@@ -1,10 +1,11 @@
 // Strata's benchmarks.
 //
-//     swift run -c release strata-benchmarks [journal | contexts | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+//     swift run -c release strata-benchmarks [journal | contexts | queries | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 //
 // With no group, every benchmark runs; `journal` runs every journal benchmark, `contexts`
-// every context benchmark. Files go to a fresh directory inside DIR (default: the
-// temporary directory), removed at the end; put DIR on the disk you want to measure.
+// every context benchmark, `queries` every query benchmark. Files go to a fresh directory
+// inside DIR (default: the temporary directory), removed at the end; put DIR on the disk
+// you want to measure.
 
 import Foundation
 
@@ -27,14 +28,20 @@ let contextGroups: [Group] = [
     Group(name: Merge.name) { try await Merge.run($0) },
 ]
 
-let allGroups = journalGroups + contextGroups
+let queryGroups: [Group] = [
+    Group(name: QueryFetch.name) { try await QueryFetch.run($0) },
+    Group(name: QueryResults.name) { try await QueryResults.run($0) },
+]
+
+let allGroups = journalGroups + contextGroups + queryGroups
 
 let usage = """
-    usage: strata-benchmarks [journal | contexts | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+    usage: strata-benchmarks [journal | contexts | queries | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 
-      (no group)    every benchmark: the journal's, then the contexts'
+      (no group)    every benchmark: the journal's, the contexts', then the queries'
       journal       every journal benchmark: \(journalGroups.map(\.name).joined(separator: ", "))
       contexts      every context benchmark: \(contextGroups.map(\.name).joined(separator: ", "))
+      queries       every query benchmark: \(queryGroups.map(\.name).joined(separator: ", "))
       GROUP         one benchmark alone (one of the names above)
       --quick       a small, fast version, for smoke testing (figures are not meaningful)
       --json FILE   also write the results as JSON to FILE
@@ -65,6 +72,7 @@ while let argument = arguments.popFirst() {
         exit(0)
     case "journal": selected += journalGroups
     case "contexts": selected += contextGroups
+    case "queries": selected += queryGroups
     default:
         guard let group = allGroups.first(where: { $0.name == argument }) else {
             fail("unknown benchmark or option \"\(argument)\"\n\n" + usage)
