@@ -25,22 +25,10 @@ enum Workload {
                relationships: [Relationship("song", to: "Song", inverse: "data")]),
     ])
 
-    /// A small deterministic generator (SplitMix64).
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let words = ["Highway", "Thunder", "Back", "Black", "Rock", "Night", "Let", "There", "Be", "Shoot", "Whole",
                         "Lotta", "Rosie", "Dirty", "Deeds", "Jailbreak", "Money", "Talks", "Hells", "Bells", "Stiff", "Upper"]
 
-    static func title(_ rng: inout Generator, words count: Int) -> String {
+    static func title(_ rng: inout SplitMix64, words count: Int) -> String {
         (0..<count).map { _ in words[Int(rng.next() % UInt64(words.count))] }.joined(separator: " ")
     }
 
@@ -48,7 +36,7 @@ enum Workload {
     /// albums, each album with songs, each song with its data, both sides of every
     /// relationship set. Object IDs are allocated from `store`.
     static func insertions(objects: Int, batch: Int, seed: UInt64, store: Store) -> [ChangeSet] {
-        var rng = Generator(state: seed)
+        var rng = SplitMix64(seed: seed)
         var sets: [ChangeSet] = []
         var current = ChangeSet(author: "importer")
         var made = 0

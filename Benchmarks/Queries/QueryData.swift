@@ -33,7 +33,7 @@ enum QueryData {
 
     /// The values of items `0..<count`, in order (storage order: itemID, name, price, category, tag).
     static func values(_ count: Int) -> [[Value]] {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         return (0..<count).map { k in
             let a = random.next(), b = random.next(), c = random.next()
             return [

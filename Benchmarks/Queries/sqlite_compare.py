@@ -42,7 +42,7 @@ MASK = (1 << 64) - 1
 
 
 def splitmix(seed):
-    """SplitMix64, as SplitMix.swift: an endless stream of 64-bit values."""
+    """SplitMix64, as SplitMix64 in Sources/Strata/Support: an endless stream of 64-bit values."""
     state = seed & MASK
     while True:
         state = (state + 0x9E3779B97F4A7C15) & MASK

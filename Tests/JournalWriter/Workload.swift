@@ -38,7 +38,7 @@ enum ProcessWorkload {
 
     /// Transaction `n` (1-based) of `seed`.
     static func transaction(_ n: UInt64, seed: UInt64) -> TransactionRecord {
-        var random = Mixer(state: seed ^ (n &* 0xD6E8_FEB8_6659_FD93))
+        var random = SplitMix64(seed: seed ^ (n &* 0xD6E8_FEB8_6659_FD93))
         let names = ["Motörhead", "日本語のアーティスト", "emoji 🎸", "", "quote \" and \\", "line\nbreak", "AC/DC"]
         func artist(_ k: UInt64) -> ObjectID { ObjectID(entity: "Artist", number: k) }
         func album(_ k: UInt64) -> ObjectID { ObjectID(entity: "Album", number: k) }
@@ -83,24 +83,19 @@ enum ProcessWorkload {
         return record
     }
 
-    /// SplitMix64, the generator the tests' `SeededGenerator` also uses.
-    struct Mixer {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+}
+
+extension SplitMix64 {
+    /// The next random byte.
+    mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
+
+    /// `count` random bytes.
+    mutating func bytes(_ count: Int) -> Data {
+        var data = Data(capacity: count)
+        while data.count < count {
+            var word = next()
+            withUnsafeBytes(of: &word) { data.append(contentsOf: $0.prefix(count - data.count)) }
         }
-        mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-        mutating func bytes(_ count: Int) -> Data {
-            var data = Data(capacity: count)
-            while data.count < count {
-                var word = next()
-                withUnsafeBytes(of: &word) { data.append(contentsOf: $0.prefix(count - data.count)) }
-            }
-            return data
-        }
+        return data
     }
 }

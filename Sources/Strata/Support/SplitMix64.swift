@@ -1,12 +1,15 @@
 /// A small, fast, deterministic pseudo-random generator (SplitMix64), so that a seed always
 /// produces the same sequence on every platform and Swift version: simulated crashes and
-/// randomized tests are replayable from their seed.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// randomized tests are replayable from their seed. The sandbox's workload, the benchmarks'
+/// data and the crash tests' child process use it too.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -15,7 +18,7 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// A number in `0..<bound` (0 when `bound` is 0).
-    mutating func next(below bound: Int) -> Int {
+    public mutating func next(below bound: Int) -> Int {
         guard bound > 1 else { return 0 }
         return Int(next().multipliedFullWidth(by: UInt64(bound)).high)
     }
