@@ -73,17 +73,60 @@ struct BoundRequest {
         var rows = rows
         if sort.isEmpty {
             rows.sort { $0.number < $1.number }
-        } else {
-            let keyed = rows.map { row in (row, sort.map { $0.path.resolve(row.values, reader: reader).first ?? .null }) }
-            rows = keyed.sorted { a, b in
-                for (i, key) in sort.enumerated() {
-                    let order = SortedIndex.compare(a.1[i], b.1[i])
-                    if order != .orderedSame { return (order == .orderedAscending) == key.ascending }
-                }
-                return a.0.number < b.0.number
-            }.map(\.0)
+            return window(rows)
         }
-        return window(rows)
+        // A key of the fetched entity itself is read in place; others are followed.
+        func key(_ path: BoundKeyPath, _ values: [Value]) -> Value {
+            if path.steps.count == 1, !path.isCount, case .attribute = path.steps[0].kind { return values[path.steps[0].index] }
+            return path.resolve(values, reader: reader).first ?? .null
+        }
+        typealias Keyed = (row: (number: UInt64, values: [Value]), keys: [Value])
+        func precedes(_ a: Keyed, _ b: Keyed) -> Bool {
+            for (i, sortKey) in sort.enumerated() {
+                let order = SortedIndex.compare(a.keys[i], b.keys[i])
+                if order != .orderedSame { return (order == .orderedAscending) == sortKey.ascending }
+            }
+            return a.row.number < b.row.number
+        }
+        let keyed = rows.map { row -> Keyed in (row, sort.map { key($0.path, row.values) }) }
+        if let limit, offset + limit < keyed.count / 4 {
+            // Top N: keep the first `offset + limit` in a bounded max-heap instead of sorting all.
+            return window(Self.smallest(offset + limit, of: keyed, by: precedes).map(\.row))
+        }
+        return window(keyed.sorted(by: precedes).map(\.row))
+    }
+
+    /// The `count` first elements in `precedes` order, sorted (a bounded binary max-heap).
+    static func smallest<T>(_ count: Int, of elements: [T], by precedes: (T, T) -> Bool) -> [T] {
+        guard count > 0 else { return [] }
+        var heap: [T] = []
+        heap.reserveCapacity(count)
+        func siftDown(_ start: Int) {
+            var i = start
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var largest = i
+                if l < heap.count, precedes(heap[largest], heap[l]) { largest = l }
+                if r < heap.count, precedes(heap[largest], heap[r]) { largest = r }
+                if largest == i { return }
+                heap.swapAt(i, largest)
+                i = largest
+            }
+        }
+        for element in elements {
+            if heap.count < count {
+                heap.append(element)
+                var i = heap.count - 1
+                while i > 0, precedes(heap[(i - 1) / 2], heap[i]) {
+                    heap.swapAt(i, (i - 1) / 2)
+                    i = (i - 1) / 2
+                }
+            } else if precedes(element, heap[0]) {
+                heap[0] = element
+                siftDown(0)
+            }
+        }
+        return heap.sorted(by: precedes)
     }
 
     /// How many of `count` matches the window keeps.
