@@ -75,28 +75,4 @@ struct ContextView: Sendable {
         }
         return nil
     }
-
-    /// Every object of an entity in this view, in object-number order.
-    func forEachRow(entity: Int, _ body: (UInt64, Row) throws -> Void) rethrows {
-        if layers.isEmpty {
-            try generation.tables[entity].forEach { number, stored in
-                try body(number, Row(values: stored.values, version: stored.version))
-            }
-            return
-        }
-        // Numbers the layers decide, nearest layer first.
-        var decided = Set<UInt64>()
-        var rows: [(UInt64, Row)] = []
-        for layer in layers {
-            layer.rows[entity].forEach { number, row in
-                guard decided.insert(number).inserted, let values = row.values else { return }
-                rows.append((number, Row(values: values, version: row.version)))
-            }
-        }
-        generation.tables[entity].forEach { number, stored in
-            if !decided.contains(number) { rows.append((number, Row(values: stored.values, version: stored.version))) }
-        }
-        rows.sort { $0.0 < $1.0 }
-        for (number, row) in rows { try body(number, row) }
-    }
 }

@@ -197,23 +197,11 @@ public actor ObjectContext {
     /// whole chain, pending changes included) with this context's own inserts and deletes,
     /// in object-ID order.
     public func objects(ofEntity name: String) -> [ManagedObject] {
-        let entity = graph.entityIndex(named: name)
-        return link.measure(.fetch, objects: { $0.count }) { () -> [ManagedObject] in
-            var result: [ManagedObject] = []
-            let entityName = schema.entities[entity].name
-            link.sourceView().forEachRow(entity: entity) { number, row in
-                let object = graph.object(with: ObjectID(entity: entityName, number: number))
-                if !object.isLoaded {
-                    object.storage = row.values
-                    object.base = row.values
-                    object.baseVersion = row.version
-                    object.isLoaded = true
-                }
-                if object.lifecycle == .persistent { result.append(object) }
-            }
-            let known = Set(result.map(\.objectID))
-            result += graph.inserted.filter { $0.entity == entityName && !known.contains($0) }.compactMap { graph.registeredObject(for: $0) }
-            return result.sorted { $0.objectID < $1.objectID }
+        _ = graph.entityIndex(named: name)  // traps, naming the entities, for an unknown one
+        do throws(StoreError) {
+            return try fetch(FetchRequest(entity: name, sortBy: []))
+        } catch {
+            preconditionFailure("objects(ofEntity: \(name)): \(error)")
         }
     }
 

@@ -285,12 +285,7 @@ extension ObjectGraph {
                     continue
                 }
                 if relationships[object.entityIndex][change.index]?.isToMany == true {
-                    let ours = Self.targets(change.value)
-                    let before = Set(Self.targets(base))
-                    let removedByChild = before.subtracting(ours)
-                    var merged = Self.targets(theirs).filter { !removedByChild.contains($0) }
-                    for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
-                    changes.append(PropertyChange(index: change.index, value: .objects(merged)))
+                    changes.append(PropertyChange(index: change.index, value: Self.mergeLists(base: base, ours: change.value, theirs: theirs)))
                     continue
                 }
                 conflicting.insert(change.index)
@@ -350,6 +345,17 @@ extension ObjectGraph {
 
     // MARK: - Merging
 
+    /// A to-many list changed on both sides, merged element by element: their list, less
+    /// what ours removed from the base, plus what ours added (in our order).
+    static func mergeLists(base: Value, ours: Value, theirs: Value) -> Value {
+        let ours = targets(ours)
+        let before = Set(targets(base))
+        let removedByUs = before.subtracting(ours)
+        var merged = targets(theirs).filter { !removedByUs.contains($0) }
+        for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
+        return .objects(merged)
+    }
+
     /// Merges another context's save into the objects this context holds: unchanged objects
     /// take the new values; objects with pending changes keep them on top, and keys both
     /// sides changed to different values are conflicts resolved by `policy`. Deleted objects
@@ -406,13 +412,7 @@ extension ObjectGraph {
         var conflicting: [Int] = []
         for index in object.changedKeys.sorted() where theirs[index] != base[index] {
             if relationships[object.entityIndex][index]?.isToMany == true {
-                // Lists merge element by element: their additions and removals, then ours.
-                let ours = Self.targets(object.storage[index])
-                let before = Set(Self.targets(base[index]))
-                let removedByUs = before.subtracting(ours)
-                var merged = Self.targets(theirs[index]).filter { !removedByUs.contains($0) }
-                for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
-                object.storage[index] = .objects(merged)
+                object.storage[index] = Self.mergeLists(base: base[index], ours: object.storage[index], theirs: theirs[index])
                 continue
             }
             conflicting.append(index)

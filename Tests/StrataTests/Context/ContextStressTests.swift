@@ -153,9 +153,15 @@ import Testing
 
     /// Saves; `false` if the save was refused for a conflict.
     static func saveUnlessConflict(_ context: ObjectContext) async throws -> Bool {
+        try await saveUnlessConflict { () throws(StoreError) in try await context.save() }
+    }
+
+    /// Runs a save; `false` if it was refused for a conflict (refused whole where it was
+    /// found: nothing to undo elsewhere).
+    static func saveUnlessConflict(_ save: () async throws(StoreError) -> Void) async throws -> Bool {
         let result: Result<Void, StoreError>
         do {
-            try await context.save()
+            try await save()
             result = .success(())
         } catch {
             result = .failure(error)

@@ -86,21 +86,7 @@ import Testing
     }
 
     static func saveUnlessConflict(_ context: ObjectContext, stack: Stack) async throws -> Bool {
-        let result: Result<Void, StoreError>
-        do {
-            try await stack.save(context)
-            result = .success(())
-        } catch {
-            result = .failure(error)
-        }
-        switch result {
-        case .success: return true
-        case .failure(let error) where error.code == .conflict:
-            // Refused whole where it was found (a child's save into its parent, or a root's
-            // to the store): nothing to undo above.
-            return false
-        case .failure(let error): throw error
-        }
+        try await ContextStressTests.saveUnlessConflict { () throws(StoreError) in try await stack.save(context) }
     }
 
     /// Editors of album titles, saved or dropped.
