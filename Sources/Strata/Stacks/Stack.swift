@@ -160,6 +160,20 @@ public final class Stack: Sendable {
         }
     }
 
+    /// Whether ``save(_:)`` of this context returns before its changes are durable: when
+    /// they pass through the view context on their way to the store under
+    /// ``StackPreset/nested`` and ``StackPreset/hybrid`` (then ``writerSaves()`` reports the
+    /// writer's save).
+    public func savesAsynchronously(_ context: ObjectContext) -> Bool {
+        guard writerContext != nil else { return false }
+        var current: ObjectContext? = context
+        while let next = current {
+            if next === viewContext { return true }
+            current = next.parentContext
+        }
+        return false
+    }
+
     /// The outcome of every asynchronous writer save from now on (``StackPreset/nested``,
     /// ``StackPreset/hybrid``).
     public func writerSaves() -> AsyncStream<WriterSaveOutcome> { writes.subscribe() }
