@@ -41,7 +41,7 @@ struct StackBench {
         directory = Measure.temporaryDirectory(label)
         store = try Store.create(at: directory + "/store", schema: Workload.schema, configuration: .init(durability: durability))
         meter = MainActorMeter()
-        stack = Stack(preset, store: store, observer: meter.observer)
+        stack = Stack(preset, store: store, modelClasses: [Song.self], observer: meter.observer)
     }
 
     /// Fills the store with `objects` songbook objects, committed straight to the store.
@@ -49,6 +49,25 @@ struct StackBench {
         for changes in Workload.insertions(objects: objects, batch: 5_000, seed: seed, store: store) {
             _ = try await store.commit(changes)
         }
+    }
+
+    /// Whether the view context learns of `context`'s saves by merging a store commit
+    /// (rather than by taking them in as a child save).
+    func viewMerges(savesOf context: ObjectContext) -> Bool { context.parentContext == nil }
+
+    /// Waits until the view context has merged a save (its objects-did-change notification
+    /// names merged objects), at most `timeout` seconds.
+    static func awaitMerge(_ changes: AsyncStream<ObjectsDidChange>, timeout: Double) async throws {
+        let waiter = Task {
+            for await change in changes where !change.merged.isEmpty { return true }
+            return false
+        }
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(timeout))
+            waiter.cancel()
+        }
+        defer { watchdog.cancel() }
+        guard await waiter.value else { throw ScenarioError("the view context did not merge a save within \(timeout) s") }
     }
 
     func close() async {

@@ -130,7 +130,7 @@ public actor ObjectContext {
             link.published.withLock { $0 = layer }
         }
         if !notification.isEmpty {
-            graph.notifyResultsObservers(notification)
+            _ = link.measure(.updateResults, objects: { $0 }) { graph.notifyResultsObservers(notification) }
             changes.yield(notification)
         }
     }
