@@ -5,8 +5,11 @@ import Strata
 // they cost, as a table on stdout (progress on stderr), as JSON with --json and as an HTML
 // page with charts with --html. `sandbox list` names the scenarios and stacks.
 
-let scenarios: [any Scenario] = [ShootoutScenario(), MergeScalingScenario(), FanoutScenario(), DurabilityScenario(), ColdOpenScenario()]
-let planned: [String] = ["editor-cancel", "edit-during-import", "concurrent-writers"]
+let scenarios: [any Scenario] = [
+    ShootoutScenario(), EditorCancelScenario(), EditDuringImportScenario(), ConcurrentWritersScenario(), MergeScalingScenario(),
+    FanoutScenario(), DurabilityScenario(), ColdOpenScenario(),
+]
+let planned: [String] = []
 let usage = "usage: sandbox [list | SCENARIO] [--stacks all|name,name] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE] [--html FILE]"
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
