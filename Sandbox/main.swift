@@ -9,8 +9,7 @@ let scenarios: [any Scenario] = [
     ShootoutScenario(), EditorCancelScenario(), EditDuringImportScenario(), ConcurrentWritersScenario(), MergeScalingScenario(),
     FanoutScenario(), DurabilityScenario(), ColdOpenScenario(),
 ]
-let planned: [String] = []
-let usage = "usage: sandbox [list | SCENARIO] [--stacks all|name,name] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE] [--html FILE]"
+let usage = "usage: sandbox [list | all | SCENARIO] [--stacks all|name,name] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE] [--html FILE]"
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("sandbox: \(message)\n".utf8))
@@ -46,7 +45,7 @@ enum SandboxMain {
 
         if arguments.first == "list" {
             for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
-            for name in planned { printLine("\(name.padding(toLength: 20, withPad: " ", startingAt: 0)) (not in this build yet)") }
+            printLine("all                  every scenario above, one after another")
             printLine("stacks: \(StackName.all.map(\.name).joined(separator: ", "))")
             exit(0)
         }
@@ -56,10 +55,10 @@ enum SandboxMain {
         var jsonPath: String?
         var htmlPath: String?
         if let first = arguments.first, !first.hasPrefix("--") {
-            if let scenario = scenarios.first(where: { $0.name == first }) {
+            if first == "all" {
+                chosen = scenarios
+            } else if let scenario = scenarios.first(where: { $0.name == first }) {
                 chosen = [scenario]
-            } else if planned.contains(first) {
-                fail("scenario '\(first)' is not in this build yet; `sandbox list` shows what is")
             } else {
                 fail("unknown scenario '\(first)'; `sandbox list` shows the scenarios")
             }

@@ -59,7 +59,7 @@ struct ShootoutScenario: Scenario {
                               yLabel: "tick lateness (ms)", series: series, guide: (16.67, "one frame"))
         return ScenarioReport(
             scenario: name, objects: feed.records.count, saveEvery: saveEvery, runs: options.runs, results: results,
-            table: table, verdict: Self.verdict(summaries), charts: [chart])
+            table: table, verdict: Self.verdict(summaries, saves: feed.batches.count), charts: [chart])
     }
 
     /// Medians over runs.
@@ -109,7 +109,7 @@ struct ShootoutScenario: Scenario {
         }
     }
 
-    static func verdict(_ summaries: [StackPreset: Summary]) -> String {
+    static func verdict(_ summaries: [StackPreset: Summary], saves: Int) -> String {
         var parts: [String] = []
         if let nested = summaries[.nested] {
             for other in [StackPreset.hybrid, .separateCoordinators] {
@@ -128,7 +128,7 @@ struct ShootoutScenario: Scenario {
             parts.append("hybrid: " + checks.map { "\($0.1) \($0.0 ? "holds" : "missed")" }.joined(separator: ", "))
         }
         if let mainParent = summaries[.mainParent] {
-            parts.append("main-parent stalls the UI for up to \(format(mainParent.lateness.max)) ms: its longest main-actor operation is a \(mainParent.longestOperation) (\(format(mainParent.longestMs)) ms)")
+            parts.append("main-parent stalls the UI for up to \(format(mainParent.lateness.max)) ms (\(Int(mainParent.dropped)) dropped frames): every import save is taken in and saved on the main actor, \(format(mainParent.busySeconds * 1000 / Double(max(saves, 1)))) ms of main-actor work per save, the longest single operation a \(mainParent.longestOperation) (\(format(mainParent.longestMs)) ms)")
         }
         return parts.isEmpty ? "measured \(summaries.count) stack(s)" : parts.joined(separator: "; ")
     }
