@@ -305,11 +305,14 @@ extension ObjectContext {
     /// - Throws: ``StoreError``: `missingValue`, `invalidValue`, `validationFailed`,
     ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key;
     ///   `conflict` with every conflicting key under ``MergePolicy/error``; the store's errors.
-    public func save() async throws(StoreError) {
+    /// - Returns: the store transaction the save committed, or `nil` for a save into a parent
+    ///   context or when there was nothing to save.
+    @discardableResult
+    public func save() async throws(StoreError) -> UInt64? {
         await acquireSaveTurn()
         defer { releaseSaveTurn() }
         processPendingChanges()
-        guard graph.hasChanges else { return }
+        guard graph.hasChanges else { return nil }
         let capture = try link.measure(.save, objects: { $0.objectCount }) { () throws(StoreError) -> SaveCapture in
             try graph.validateForSave()
             return graph.captureSave()
@@ -340,6 +343,7 @@ extension ObjectContext {
         if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)
         link.changes.yield(didSave)
+        return didSave.transaction
     }
 
     /// Applies a child's save as this context's pending changes; returns the conflicts the
