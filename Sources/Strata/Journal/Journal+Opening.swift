@@ -337,6 +337,10 @@ struct StoreReplay {
     ) throws(StoreError) -> Bool {
         let path = StoreLayout.join(directory, name)
         let bytes = try readFile(path)
+        if predatesMigration(bytes, first: first, through: through) {
+            removals.append(name)
+            return true
+        }
         report.replayedBytes += Int64(bytes.count)
         let result: Result<Bool, StoreError> = bytes.withUnsafeBytes { buffer in
             Result { () throws(StoreError) -> Bool in
@@ -430,6 +434,18 @@ struct StoreReplay {
         }
         transactionsInLastSegment = count
         return true
+    }
+
+    /// Whether a segment was written under an older schema than the checkpoint loaded: its
+    /// header is intact and of this store, but of another schema, and it starts no later than
+    /// just after the checkpoint. Only a migration writes such a checkpoint, and only once
+    /// every transaction is durable, so the checkpoint covers the whole segment.
+    private func predatesMigration(_ bytes: [UInt8], first: UInt64, through: UInt64) -> Bool {
+        guard checkpoint != nil, first <= through + 1, let storeID, let schema else { return false }
+        return bytes.withUnsafeBytes { buffer in
+            guard case .success(let (header, _)) = FileHeader.decode(buffer, expecting: .segment) else { return false }
+            return header.storeID == storeID && header.fingerprint != schema.fingerprint
+        }
     }
 
     /// Whether `buffer` starts with an intact segment header of another store or schema.
