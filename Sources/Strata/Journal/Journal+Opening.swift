@@ -23,13 +23,23 @@ extension Journal {
         at path: String, schema expected: Schema? = nil, configuration: Configuration = Configuration(),
         replayingInto target: inout Target
     ) throws(StoreError) -> Journal {
+        try open(at: path, schema: expected, configuration: configuration, heldLock: nil, replayingInto: &target)
+    }
+
+    /// Opens a store; `heldLock` is the store's write lock when the caller already holds it
+    /// (handed over by ``close(releasingLock:)``).
+    static func open<Target: JournalReplayTarget>(
+        at path: String, schema expected: Schema?, configuration: Configuration, heldLock: StoreLock?,
+        replayingInto target: inout Target
+    ) throws(StoreError) -> Journal {
         let io = configuration.fileIO
         switch io.kind(of: path) {
         case nil: throw StoreError(.notFound, "no store at \(path); create one first", path: path)
         case .directory: break
         case .file, .other: throw StoreError(.notAStore, "\(path) is not a directory, so it is not a Strata store", path: path)
         }
-        let lock = configuration.readOnly ? nil : try StoreLock.acquire(directory: path, io: io, create: false)
+        var lock = heldLock
+        if lock == nil && !configuration.readOnly { lock = try StoreLock.acquire(directory: path, io: io, create: false) }
         do throws(StoreError) {
             var replay = StoreReplay(directory: path, io: io, expected: expected, mode: .strict)
             try replay.run(into: &target)

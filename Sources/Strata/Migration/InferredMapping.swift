@@ -204,6 +204,49 @@ struct InferredMapping: Sendable {
         return .copy(index)
     }
 
+    /// Source entity name → destination entity name, for renamed entities; `nil` when none is.
+    var renamedEntities: [String: String]? {
+        var renames: [String: String] = [:]
+        for (s, d) in destinationOfSource.enumerated() {
+            if let d, source.entities[s].name != destination.entities[d].name {
+                renames[source.entities[s].name] = destination.entities[d].name
+            }
+        }
+        return renames.isEmpty ? nil : renames
+    }
+
+    /// The destination values of a source row of the destination entity `d`'s source entity.
+    /// Relationship values keep their object numbers, with renamed entities' names changed
+    /// (`renames`), unless `relationships` is `false`, when they are copied as they are.
+    func destinationValues(of row: [Value], entity d: Int, renames: [String: String]?, relationships: Bool = true) -> [Value] {
+        let properties = entities[d].properties
+        let attributeCount = destination.layout.entities[d].attributeCount
+        var values = [Value]()
+        values.reserveCapacity(properties.count)
+        for (p, property) in properties.enumerated() {
+            switch property {
+            case .copy(let i):
+                let value = row[i]
+                if p >= attributeCount, relationships, let renames {
+                    values.append(Self.rename(value, renames))
+                } else {
+                    values.append(value)
+                }
+            case .copyOrDefault(let i, let fallback): values.append(row[i].isNull ? fallback : row[i])
+            case .constant(let value): values.append(value)
+            }
+        }
+        return values
+    }
+
+    private static func rename(_ value: Value, _ renames: [String: String]) -> Value {
+        switch value {
+        case .object(let id): .object(ObjectID(entity: renames[id.entity] ?? id.entity, number: id.number))
+        case .objects(let ids): .objects(ids.map { ObjectID(entity: renames[$0.entity] ?? $0.entity, number: $0.number) })
+        default: value
+        }
+    }
+
     /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure).
     func change(entity: String, key: String?) -> SchemaChange? {
         changes.first { $0.entity == entity && $0.key == key } ?? changes.first { $0.entity == entity && $0.key == nil }

@@ -66,21 +66,9 @@ struct StepExecution {
                 }
             } else if let d = mapping.destinationOfSource[s] {
                 let name = step.destination.entities[d].name
-                let properties = mapping.entities[d].properties
-                let attributeCount = step.destination.entities[d].attributes.count
-                let renames = renamedEntities()
+                let renames = mapping.renamedEntities
                 source.tables[s].forEach { number, row in
-                    var values = [Value]()
-                    values.reserveCapacity(properties.count)
-                    for (p, property) in properties.enumerated() {
-                        switch property {
-                        case .copy(let i):
-                            let value = row.values[i]
-                            values.append(p >= attributeCount && remapsInline && renames != nil ? Self.rename(value, renames!) : value)
-                        case .copyOrDefault(let i, let fallback): values.append(row.values[i].isNull ? fallback : row.values[i])
-                        case .constant(let value): values.append(value)
-                        }
-                    }
+                    let values = mapping.destinationValues(of: row.values, entity: d, renames: renames, relationships: remapsInline)
                     destination.generation.insertRow(ObjectID(entity: name, number: number), entity: d, values: values, version: 0)
                     done += 1
                     if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
@@ -124,25 +112,6 @@ struct StepExecution {
             if let d, source.highestNumbers[s] > generation.highestNumbers[d] { generation.highestNumbers[d] = source.highestNumbers[s] }
         }
         return Outcome(generation: generation, problems: problems, dropped: dropped.count)
-    }
-
-    /// Source entity name → destination entity name, for renamed entities; `nil` when none is renamed.
-    private func renamedEntities() -> [String: String]? {
-        var renames: [String: String] = [:]
-        for (s, d) in step.mapping.destinationOfSource.enumerated() {
-            if let d, step.source.entities[s].name != step.destination.entities[d].name {
-                renames[step.source.entities[s].name] = step.destination.entities[d].name
-            }
-        }
-        return renames.isEmpty ? nil : renames
-    }
-
-    private static func rename(_ value: Value, _ renames: [String: String]) -> Value {
-        switch value {
-        case .object(let id): .object(ObjectID(entity: renames[id.entity] ?? id.entity, number: id.number))
-        case .objects(let ids): .objects(ids.map { ObjectID(entity: renames[$0.entity] ?? $0.entity, number: $0.number) })
-        default: value
-        }
     }
 
     /// The destination objects of entity `d` that the source object `target` became.

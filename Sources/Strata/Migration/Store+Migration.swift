@@ -48,24 +48,30 @@ extension Store {
                                  "the store at \(path) is at schema version \(stored.version) and needs migrating to version \(plan.latest.version); open it for writing to migrate it",
                                  step: steps.first?.name)
         }
-        do throws(MigrationError) {
-            progress?(MigrationProgress(step: steps.first!.name, stepNumber: 1, stepCount: steps.count, phase: .reading, entity: nil,
-                                        completed: store.currentGeneration.totalCount, total: store.currentGeneration.totalCount))
-            _ = try await Migrator.run(steps, from: store.currentGeneration, plan: plan, progress: progress) { step, generation throws(MigrationError) in
-                do throws(StoreError) {
-                    try await store.journal.writeMigrationCheckpoint(generation, schema: step.destination)
-                } catch {
-                    throw MigrationError.store(error, step: step.name, "writing the step's checkpoint")
-                }
+        // Each step is written as a checkpoint, then the store is reopened under the step's
+        // schema (keeping the write lock), so that the next step starts from what is on disk
+        // and the older state's memory is released before the next is loaded.
+        var current: Store? = store
+        for (k, step) in steps.enumerated() {
+            let migrating = current!
+            do throws(MigrationError) {
+                try await Migrator.migrate(migrating, step, number: k + 1, of: steps.count, plan: plan, progress: progress)
+            } catch {
+                await migrating.close()
+                throw error
             }
-        } catch {
-            await store.close()
-            throw error
+            let lock = await migrating.close(releasingLock: false)
+            current = nil
+            do throws(StoreError) {
+                current = try Store.open(at: path, schema: step.destination, configuration: configuration, heldLock: lock)
+            } catch {
+                throw MigrationError.store(error, step: step.name, "opening the store after the step")
+            }
+            let count = current!.currentGeneration.totalCount
+            progress?(MigrationProgress(step: step.name, stepNumber: k + 1, stepCount: steps.count, phase: .finished, entity: nil,
+                                        completed: count, total: count))
         }
-        await store.close()
-        do { return try Store.open(at: path, schema: plan.latest, configuration: configuration) } catch {
-            throw MigrationError.store(error, step: steps.last?.name, "opening the migrated store")
-        }
+        return current!
     }
 
     /// Migrates a separate legacy store into a new store at another location, leaving the
