@@ -135,7 +135,12 @@ public final class MigrationDestination {
 
     /// Every destination object of an entity, in number order.
     public func objects(of entity: String) -> [ObjectID] {
-        generation.objects(of: entity).map(\.id)
+        guard let index = schema.entityIndex(named: entity) else { return [] }
+        let name = schema.entities[index].name
+        var ids: [ObjectID] = []
+        ids.reserveCapacity(generation.tables[index].count)
+        generation.tables[index].forEach { number, _ in ids.append(ObjectID(entity: name, number: number)) }
+        return ids
     }
 
     // MARK: - Changing
@@ -188,11 +193,12 @@ public final class MigrationDestination {
                           entity: id.entity, object: id, key: key)
         }
         let old = CommitPlan.targets(generation.tables[entity][id.number]!.values[property])
-        let joining = Set(targets), leaving = Set(old)
-        for target in old where !joining.contains(target) {
+        // Most lists are short: sets only pay off for long ones.
+        let joining = targets.count > 16 ? Set(targets) : nil, leaving = old.count > 16 ? Set(old) : nil
+        for target in old where !(joining?.contains(target) ?? targets.contains(target)) {
             removeInverse(of: id, from: target, destination: destination, inverse: inverse, toMany: inverseIsToMany)
         }
-        for target in targets where !leaving.contains(target) {
+        for target in targets where !(leaving?.contains(target) ?? old.contains(target)) {
             if !inverseIsToMany, case .object(let previous) = generation.tables[destination][target.number]!.values[inverse], previous != id,
                 let previousEntity = schema.entityIndex(named: previous.entity)
             {

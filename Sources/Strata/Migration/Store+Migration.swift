@@ -28,39 +28,32 @@ extension Store {
         at path: String, migratingWith plan: MigrationPlan, configuration: Configuration = Configuration(),
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) async throws(MigrationError) -> Store {
-        let store: Store
-        do { store = try Store.open(at: path, configuration: configuration) } catch {
+        // Only `current` ever holds the open store, so each older store is freed before the
+        // newer one loads.
+        var current: Store?
+        do { current = try Store.open(at: path, configuration: configuration) } catch {
             throw MigrationError.store(error, "opening the store to migrate")
         }
-        let stored = store.schema
+        let stored = current!.schema
         let steps: ArraySlice<MigrationStep>
         do throws(MigrationError) {
             steps = try plan.steps(from: stored, path: path)
         } catch {
-            if error.code == .newerStore && configuration.readOnly { return store }
-            await store.close()
+            if error.code == .newerStore && configuration.readOnly { return current! }
+            await current!.close()
             throw error
         }
-        if steps.isEmpty { return store }
+        if steps.isEmpty { return current! }
         guard !configuration.readOnly else {
-            await store.close()
+            await current!.close()
             throw MigrationError(.needsMigration,
                                  "the store at \(path) is at schema version \(stored.version) and needs migrating to version \(plan.latest.version); open it for writing to migrate it",
                                  step: steps.first?.name)
         }
         // Each step is written as a checkpoint, then the store is reopened under the step's
-        // schema (keeping the write lock), so that the next step starts from what is on disk
-        // and the older state's memory is released before the next is loaded.
-        var current: Store? = store
+        // schema (keeping the write lock), so that the next step starts from what is on disk.
         for (k, step) in steps.enumerated() {
-            let migrating = current!
-            do throws(MigrationError) {
-                try await Migrator.migrate(migrating, step, number: k + 1, of: steps.count, plan: plan, progress: progress)
-            } catch {
-                await migrating.close()
-                throw error
-            }
-            let lock = await migrating.close(releasingLock: false)
+            let lock = try await migrateStep(current!, step, number: k + 1, of: steps.count, plan: plan, progress: progress)
             current = nil
             do throws(StoreError) {
                 current = try Store.open(at: path, schema: step.destination, configuration: configuration, heldLock: lock)
@@ -72,6 +65,20 @@ extension Store {
                                         completed: count, total: count))
         }
         return current!
+    }
+
+    /// Runs one step on an open store, then closes it, keeping the write lock for the next handle.
+    private static func migrateStep(
+        _ store: Store, _ step: MigrationStep, number: Int, of count: Int, plan: MigrationPlan,
+        progress: (@Sendable (MigrationProgress) -> Void)?
+    ) async throws(MigrationError) -> StoreLock? {
+        do throws(MigrationError) {
+            try await Migrator.migrate(store, step, number: number, of: count, plan: plan, progress: progress)
+        } catch {
+            await store.close()
+            throw error
+        }
+        return await store.close(releasingLock: false)
     }
 
     /// Migrates a separate legacy store into a new store at another location, leaving the
