@@ -66,6 +66,13 @@ enum Migrate {
         }
         report.add("open v1 (the store's own footprint)", "s", runs: [seconds])
         report.add("open v1 (the store's own footprint): peak RSS", "MB", runs: [peak])
+        (seconds, peak) = try await phase {
+            for _ in 0..<2 {
+                let opened = try Store.open(at: store, configuration: config)
+                await opened.close()
+            }
+        }
+        report.add("control: open v1, close, open again (no migration): peak RSS", "MB", runs: [peak])
 
         let inferred = try MigrationPlan(schemas: [v1, v2])
         (seconds, peak) = try await phase {

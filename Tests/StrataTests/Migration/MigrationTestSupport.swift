@@ -201,6 +201,14 @@ enum MusicModel {
         #expect(powerage.values[album.propertyIndex(named: "year")!] == .int(2000), sourceLocation: sourceLocation)
         #expect(powerage.values[album.propertyIndex(named: "tracks")!] == .objects([id("Song", 3), id("Song", 4)]), sourceLocation: sourceLocation)
         #expect(generation.object(of: "Style", uniqueValue: .string("Electronic")) != nil, sourceLocation: sourceLocation)
+        #expect(generation.schema.entity(named: "Label") == nil && generation.schema.entity(named: "Genre") == nil, sourceLocation: sourceLocation)
+        let artist = generation.schema.entity(named: "Artist")!
+        for object in generation.objects(of: "Artist") {
+            #expect(object.values[artist.propertyIndex(named: "styles")!] == .objects([]), sourceLocation: sourceLocation)
+        }
+        let acdc = generation.object(id("Artist", 1))!
+        #expect(acdc.values[artist.propertyIndex(named: "albums")!] == .objects([id("Album", 1), id("Album", 2)]), sourceLocation: sourceLocation)
+        #expect(acdc.values[artist.propertyIndex(named: "name")!] == .string("AC/DC"), sourceLocation: sourceLocation)
     }
 
     /// Every file of a store directory, by name.
