@@ -4,7 +4,7 @@ import Testing
 @testable import StrataCommand
 
 /// `strata migrate`, run in-process.
-@Suite struct MigrateCommandTests {
+@Suite struct MigrationCommandTests {
     let directory = TemporaryDirectory("strata-migrate-cli")
     var store: String { directory.appending("music.strata") }
 
