@@ -83,6 +83,26 @@ import Testing
         await plain.close()
     }
 
+    @Test func noOtherWriterGetsInDuringAMigration() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 1, at: path)
+        let path = self.path
+        let attempts = Locked<[String]>([])
+        let store = try await Store.open(at: path, migratingWith: try MusicModel.plan()) { progress in
+            guard progress.phase == .finished || progress.phase == .linking else { return }
+            let outcome: String
+            do throws(StoreError) {
+                let other = try Store.open(at: path)
+                outcome = "opened at version \(other.schema.version)"
+            } catch {
+                outcome = "\(error.code)"
+            }
+            attempts.withLock { $0.append("\(progress.stepNumber) \(progress.phase.rawValue): \(outcome)") }
+        }
+        await store.close()
+        #expect(attempts.withLock { $0 } == ["1 finished: locked", "2 linking: locked", "2 finished: locked"])
+    }
+
     @Test func aStoreNewerThanTheCodeIsRefusedButOpensReadOnly() async throws {
         defer { directory.remove() }
         try await MusicModel.createStore(version: 2, at: path)
