@@ -68,7 +68,7 @@ struct InferredContents: CheckpointSource {
             var done = 0
             source.tables[s].forEach { number, row in
                 guard problems.count < limit else { return }
-                let values = mapping.destinationValues(of: row.values, entity: d, renames: nil, relationships: false)
+                let values = mapping.destinationValues(of: row.values, entity: d, renames: nil, relationships: .asIs)
                 let id = ObjectID(entity: entity.name, number: number)
                 func add(_ key: String, _ message: String) {
                     problems.append(ValidationProblem(problem: Generation.IntegrityProblem(object: id, key: key, message: message),

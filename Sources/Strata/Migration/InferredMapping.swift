@@ -215,10 +215,20 @@ struct InferredMapping: Sendable {
         return renames.isEmpty ? nil : renames
     }
 
+    /// What ``destinationValues(of:entity:renames:relationships:)`` does with relationships.
+    enum RelationshipValues {
+        /// Keep object numbers, with renamed entities' names changed.
+        case renamed
+        /// Copy the source's values as they are.
+        case asIs
+        /// Leave them empty (a custom step fills them in its second pass).
+        case empty
+    }
+
     /// The destination values of a source row of the destination entity `d`'s source entity.
-    /// Relationship values keep their object numbers, with renamed entities' names changed
-    /// (`renames`), unless `relationships` is `false`, when they are copied as they are.
-    func destinationValues(of row: [Value], entity d: Int, renames: [String: String]?, relationships: Bool = true) -> [Value] {
+    func destinationValues(
+        of row: [Value], entity d: Int, renames: [String: String]?, relationships: RelationshipValues = .renamed
+    ) -> [Value] {
         let properties = entities[d].properties
         let attributeCount = destination.layout.entities[d].attributeCount
         var values = [Value]()
@@ -227,10 +237,14 @@ struct InferredMapping: Sendable {
             switch property {
             case .copy(let i):
                 let value = row[i]
-                if p >= attributeCount, relationships, let renames {
-                    values.append(Self.rename(value, renames))
-                } else {
+                guard p >= attributeCount else {
                     values.append(value)
+                    continue
+                }
+                switch relationships {
+                case .renamed: values.append(renames.map { Self.rename(value, $0) } ?? value)
+                case .asIs: values.append(value)
+                case .empty: values.append(destination.entities[d].relationships[p - attributeCount].isToMany ? .objects([]) : .null)
                 }
             case .copyOrDefault(let i, let fallback): values.append(row[i].isNull ? fallback : row[i])
             case .constant(let value): values.append(value)

@@ -200,10 +200,10 @@ public final class MigrationDestination {
         }
         for target in targets where !(leaving?.contains(target) ?? old.contains(target)) {
             if !inverseIsToMany, case .object(let previous) = generation.tables[destination][target.number]!.values[inverse], previous != id,
-                let previousEntity = schema.entityIndex(named: previous.entity)
+                let previousEntity = schema.entityIndex(named: previous.entity),
+                var values = generation.tables[previousEntity][previous.number]?.values
             {
                 // The target leaves its previous owner.
-                var values = generation.tables[previousEntity][previous.number]!.values
                 values[property] = relationship.isToMany ? .objects(CommitPlan.targets(values[property]).filter { $0 != target }) : .null
                 generation.updateRow(previous, entity: previousEntity, changes: [PropertyChange(index: property, value: values[property])], version: 0)
             }

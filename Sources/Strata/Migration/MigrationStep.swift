@@ -86,7 +86,9 @@ public struct MigrationStep: Sendable {
     ///
     /// The transform calls ``MigrationDestination/insert(_:values:)`` for each object the
     /// source object becomes; a source object for which it inserts nothing is dropped (its
-    /// delete rules are checked).
+    /// delete rules are checked). Objects of other entities may not exist yet while
+    /// transforms run (entities are transformed in schema order), and carried-over
+    /// relationships are filled afterwards: set relationships in a ``link(_:_:)``.
     public mutating func transform(_ sourceEntity: String, _ body: @escaping Transform) {
         guard source.entity(named: sourceEntity) != nil else {
             preconditionFailure("MigrationStep.transform: schema \"\(source.name)\" version \(source.version) has no entity \"\(sourceEntity)\"; its entities are \(source.entities.map(\.name))")

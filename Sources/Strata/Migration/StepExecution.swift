@@ -68,7 +68,8 @@ struct StepExecution {
                 let name = step.destination.entities[d].name
                 let renames = mapping.renamedEntities
                 source.tables[s].forEach { number, row in
-                    let values = mapping.destinationValues(of: row.values, entity: d, renames: renames, relationships: remapsInline)
+                    let values = mapping.destinationValues(of: row.values, entity: d, renames: renames,
+                                                            relationships: remapsInline ? .renamed : .empty)
                     destination.generation.insertRow(ObjectID(entity: name, number: number), entity: d, values: values, version: 0)
                     done += 1
                     if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
