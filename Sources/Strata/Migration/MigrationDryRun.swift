@@ -14,7 +14,9 @@
 public struct MigrationDryRun: Sendable, CustomStringConvertible {
     /// How many objects of an entity there are.
     public struct EntityCount: Sendable, Hashable {
+        /// The entity's name.
         public var entity: String
+        /// How many objects it has.
         public var count: Int
     }
 

@@ -163,6 +163,40 @@ import Testing
         #expect(try MusicModel.files(path) == before)
     }
 
+    @Test func transformsFollowTheOldRelationshipsAndReadEveryOldKey() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 2, at: path)
+        var step = MusicModel.split
+        step.transform("Song") { song, destination in
+            #expect(song.keys == ["songID", "title", "lyrics", "rating", "album"])
+            let album = try #require(try song.related("album").first)
+            let title = "\(try album["title"]) / \(try song["title"])"
+            try destination.insert("Song", values: ["songID": song["songID"], "title": .string(title)])
+            try destination.insert("SongData", values: ["songID": song["songID"], "lyrics": song["lyrics"]])
+            _ = try song.related("title")
+        }
+        await #expect {
+            try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: [MusicModel.v2, MusicModel.v3], steps: [step],
+                                                                            modelClasses: [SongDataModel.self]))
+        } throws: { error in
+            let error = error as! MigrationError
+            return error.object == MusicModel.id("Song", 1) && error.key == "title"
+                && error.message == "\"title\" is an attribute of the old entity Song, not a relationship"
+        }
+        step.transform("Song") { song, destination in
+            let album = try song.related("album")[0]
+            let title = "\(try album["title"]) / \(try song["title"])"
+            try destination.insert("Song", values: ["songID": song["songID"], "title": .string(title)])
+            try destination.insert("SongData", values: ["songID": song["songID"], "lyrics": song["lyrics"]])
+        }
+        let store = try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: [MusicModel.v2, MusicModel.v3], steps: [step],
+                                                                                    modelClasses: [SongDataModel.self]))
+        let title = MusicModel.v3.entity(named: "Song")!.propertyIndex(named: "title")!
+        #expect(store.currentGeneration.object(MusicModel.id("Song", 3))?.values[title] == .string(#""Powerage" / "Song 3""#))  // values print quoted
+        #expect(store.currentGeneration.integrityProblems().isEmpty)
+        await store.close()
+    }
+
     @Test func droppedObjectsObeyDeleteRules() async throws {
         defer { directory.remove() }
         try await MusicModel.createStore(version: 2, at: path)
