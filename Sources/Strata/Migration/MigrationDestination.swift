@@ -32,6 +32,19 @@ public final class MigrationDestination {
     var explicitKeys: [ObjectID: [Int]] = [:]
     /// Destination entities with a model class whose `awakeFromInsert` must run.
     let awakenedEntities: Set<Int>
+    /// Per destination entity: a new object's values (computed once).
+    private let newRows: [[Value]]
+    /// Per destination entity, per storage index: what setting a relationship needs.
+    private let relationshipInfo: [[RelationshipInfo?]]
+
+    struct RelationshipInfo {
+        let name: String
+        let isToMany: Bool
+        let destinationName: String
+        let destination: Int
+        let inverse: Int
+        let inverseIsToMany: Bool
+    }
 
     init(step: MigrationStep, source: Generation, awakenedEntities: Set<Int>) {
         self.step = step
@@ -46,6 +59,18 @@ public final class MigrationDestination {
             if let s = mapping.source { next[index] = source.highestNumbers[s] + 1 }
         }
         nextNumber = next
+        let schema = step.destination
+        newRows = schema.entities.map(\.newObjectValues)
+        relationshipInfo = schema.entities.map { entity in
+            (0..<entity.propertyCount).map { index -> RelationshipInfo? in
+                guard case .relationship(let r) = entity.property(at: index) else { return nil }
+                let destination = schema.entityIndex(named: r.destination)!
+                let target = schema.entities[destination]
+                let inverse = target.propertyIndex(named: r.inverse)!
+                return RelationshipInfo(name: r.name, isToMany: r.isToMany, destinationName: target.name, destination: destination,
+                                        inverse: inverse, inverseIsToMany: target.relationships[inverse - target.attributes.count].isToMany)
+            }
+        }
     }
 
     /// The schema the objects are built for.
@@ -78,7 +103,7 @@ public final class MigrationDestination {
         }
         if number >= nextNumber[index] { nextNumber[index] = number + 1 }
         let id = ObjectID(entity: layout.name, number: number)
-        var row = schema.entities[index].newObjectValues
+        var row = newRows[index]
         var relationships: [(Int, Value)] = []
         var explicit: [Int] = []
         for (key, value) in values {
@@ -173,8 +198,7 @@ public final class MigrationDestination {
 
     /// Sets a relationship and maintains the inverse of every object leaving and joining it.
     func setRelationship(_ value: Value, at property: Int, of id: ObjectID, entity: Int) throws(MigrationError) {
-        let entityLayout = schema.layout.entities[entity]
-        let relationship = schema.entities[entity].relationships[property - entityLayout.attributeCount]
+        let relationship = relationshipInfo[entity][property]!
         let key = relationship.name
         let targets: [ObjectID]
         switch (value, relationship.isToMany) {
@@ -185,11 +209,9 @@ public final class MigrationDestination {
             throw failure("\(value) does not fit the \(relationship.isToMany ? "to-many" : "to-one") relationship \"\(key)\"",
                           entity: id.entity, object: id, key: key)
         }
-        let destination = schema.entityIndex(named: relationship.destination)!
-        let inverse = schema.entities[destination].propertyIndex(named: relationship.inverse)!
-        let inverseIsToMany = schema.entities[destination].relationships[inverse - schema.layout.entities[destination].attributeCount].isToMany
-        for target in targets where target.entity != relationship.destination || generation.tables[destination][target.number] == nil {
-            throw failure("\(target) does not exist in the new store (relationship \"\(key)\" refers to \(relationship.destination) objects)",
+        let destination = relationship.destination, inverse = relationship.inverse, inverseIsToMany = relationship.inverseIsToMany
+        for target in targets where target.entity != relationship.destinationName || generation.tables[destination][target.number] == nil {
+            throw failure("\(target) does not exist in the new store (relationship \"\(key)\" refers to \(relationship.destinationName) objects)",
                           entity: id.entity, object: id, key: key)
         }
         let old = CommitPlan.targets(generation.tables[entity][id.number]!.values[property])

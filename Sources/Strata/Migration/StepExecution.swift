@@ -155,13 +155,19 @@ struct StepExecution {
             for (id, changes) in updates { destination.generation.updateRow(id, entity: d, changes: changes, version: 0) }
             // Objects a transform made: relationships it left empty follow the source object's
             // relationship of the same name (or the one it was renamed from).
+            // Per source entity: its relationships' names and storage indexes.
+            let oldRelationships = step.source.entities.map { old in
+                Dictionary(uniqueKeysWithValues: old.relationships.enumerated().map { ($1.name, old.attributes.count + $0) })
+            }
             for (id, origin) in created {
-                guard let sourceObject = destination.reader.object(origin) else { continue }
+                guard let s = step.source.entityIndex(named: origin.entity), !oldRelationships[s].isEmpty,
+                    let sourceRow = source.tables[s][origin.number]
+                else { continue }
                 let row = destination.generation.tables[d][id.number]!
                 for (r, relationship) in entity.relationships.enumerated() where CommitPlan.targets(row.values[attributeCount + r]).isEmpty {
-                    let oldName = [relationship.renamedFrom, relationship.name].compactMap { $0 }
-                        .first { sourceObject.entity.relationships.map(\.name).contains($0) }
-                    guard let oldName, let value = try? sourceObject.value(forKey: oldName) else { continue }
+                    let oldIndex = relationship.renamedFrom.flatMap { oldRelationships[s][$0] } ?? oldRelationships[s][relationship.name]
+                    guard let oldIndex else { continue }
+                    let value = sourceRow.values[oldIndex]
                     let targets = Self.unique(CommitPlan.targets(value).flatMap {
                         remap($0, to: destinations[r], destination, isTransformed: isTransformed)
                     })
