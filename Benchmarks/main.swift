@@ -1,9 +1,9 @@
 // Strata's benchmarks.
 //
-//     swift run -c release strata-benchmarks [journal | contexts | queries | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+//     swift run -c release strata-benchmarks [journal | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 //
 // With no group, every benchmark runs; `journal` runs every journal benchmark, `contexts`
-// every context benchmark, `queries` every query benchmark. Files go to a fresh directory
+// every context benchmark, `queries` every query benchmark, `migrations` every migration benchmark. Files go to a fresh directory
 // inside DIR (default: the temporary directory), removed at the end; put DIR on the disk
 // you want to measure.
 
@@ -33,15 +33,20 @@ let queryGroups: [Group] = [
     Group(name: QueryResults.name) { try await QueryResults.run($0) },
 ]
 
-let allGroups = journalGroups + contextGroups + queryGroups
+let migrationGroups: [Group] = [
+    Group(name: Migrate.name) { try await Migrate.run($0) },
+]
+
+let allGroups = journalGroups + contextGroups + queryGroups + migrationGroups
 
 let usage = """
-    usage: strata-benchmarks [journal | contexts | queries | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+    usage: strata-benchmarks [journal | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 
-      (no group)    every benchmark: the journal's, the contexts', then the queries'
+      (no group)    every benchmark: the journal's, the contexts', the queries', then the migrations'
       journal       every journal benchmark: \(journalGroups.map(\.name).joined(separator: ", "))
       contexts      every context benchmark: \(contextGroups.map(\.name).joined(separator: ", "))
       queries       every query benchmark: \(queryGroups.map(\.name).joined(separator: ", "))
+      migrations    every migration benchmark: \(migrationGroups.map(\.name).joined(separator: ", "))
       GROUP         one benchmark alone (one of the names above)
       --quick       a small, fast version, for smoke testing (figures are not meaningful)
       --json FILE   also write the results as JSON to FILE
@@ -73,6 +78,7 @@ while let argument = arguments.popFirst() {
     case "journal": selected += journalGroups
     case "contexts": selected += contextGroups
     case "queries": selected += queryGroups
+    case "migrations": selected += migrationGroups
     default:
         guard let group = allGroups.first(where: { $0.name == argument }) else {
             fail("unknown benchmark or option \"\(argument)\"\n\n" + usage)

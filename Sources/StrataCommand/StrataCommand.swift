@@ -22,10 +22,11 @@ public enum StrataCommand {
 
     static let commands: [Command] = [
         StoreCommands.create, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
+        MigrateCommand.command,
     ]
 
     /// The subcommands of the documented interface that this build does not provide yet.
-    static let planned = ["import", "query", "aggregate", "update", "delete", "dump", "migrate", "schema", "history"]
+    static let planned = ["import", "query", "aggregate", "update", "delete", "dump", "schema", "history"]
 
     /// Runs the tool.
     /// - Parameters:

@@ -70,13 +70,7 @@ final class ObjectGraph {
                 }
             }
         }
-        newRows = zip(schema.entities, emptyRows).map { entity, empty in
-            var values = empty
-            for (index, attribute) in entity.attributes.enumerated() {
-                if let value = attribute.defaultValue { values[index] = value }
-            }
-            return values
-        }
+        newRows = schema.entities.map(\.newObjectValues)
     }
 
     /// Breaks the cycle between the graph and its objects when the context goes away.

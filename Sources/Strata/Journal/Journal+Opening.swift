@@ -23,13 +23,23 @@ extension Journal {
         at path: String, schema expected: Schema? = nil, configuration: Configuration = Configuration(),
         replayingInto target: inout Target
     ) throws(StoreError) -> Journal {
+        try open(at: path, schema: expected, configuration: configuration, heldLock: nil, replayingInto: &target)
+    }
+
+    /// Opens a store; `heldLock` is the store's write lock when the caller already holds it
+    /// (handed over by ``close(releasingLock:)``).
+    static func open<Target: JournalReplayTarget>(
+        at path: String, schema expected: Schema?, configuration: Configuration, heldLock: StoreLock?,
+        replayingInto target: inout Target
+    ) throws(StoreError) -> Journal {
         let io = configuration.fileIO
         switch io.kind(of: path) {
         case nil: throw StoreError(.notFound, "no store at \(path); create one first", path: path)
         case .directory: break
         case .file, .other: throw StoreError(.notAStore, "\(path) is not a directory, so it is not a Strata store", path: path)
         }
-        let lock = configuration.readOnly ? nil : try StoreLock.acquire(directory: path, io: io, create: false)
+        var lock = heldLock
+        if lock == nil && !configuration.readOnly { lock = try StoreLock.acquire(directory: path, io: io, create: false) }
         do throws(StoreError) {
             var replay = StoreReplay(directory: path, io: io, expected: expected, mode: .strict)
             try replay.run(into: &target)
@@ -337,6 +347,10 @@ struct StoreReplay {
     ) throws(StoreError) -> Bool {
         let path = StoreLayout.join(directory, name)
         let bytes = try readFile(path)
+        if predatesMigration(bytes, first: first, through: through) {
+            removals.append(name)
+            return true
+        }
         report.replayedBytes += Int64(bytes.count)
         let result: Result<Bool, StoreError> = bytes.withUnsafeBytes { buffer in
             Result { () throws(StoreError) -> Bool in
@@ -430,6 +444,18 @@ struct StoreReplay {
         }
         transactionsInLastSegment = count
         return true
+    }
+
+    /// Whether a segment was written under an older schema than the checkpoint loaded: its
+    /// header is intact and of this store, but of another schema, and it starts no later than
+    /// just after the checkpoint. Only a migration writes such a checkpoint, and only once
+    /// every transaction is durable, so the checkpoint covers the whole segment.
+    private func predatesMigration(_ bytes: [UInt8], first: UInt64, through: UInt64) -> Bool {
+        guard checkpoint != nil, first <= through + 1, let storeID, let schema else { return false }
+        return bytes.withUnsafeBytes { buffer in
+            guard case .success(let (header, _)) = FileHeader.decode(buffer, expecting: .segment) else { return false }
+            return header.storeID == storeID && header.fingerprint != schema.fingerprint
+        }
     }
 
     /// Whether `buffer` starts with an intact segment header of another store or schema.

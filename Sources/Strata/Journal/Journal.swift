@@ -514,6 +514,13 @@ public final class Journal: Sendable {
     /// Transactions still waiting are acknowledged (or fail) first. Afterwards every call
     /// throws ``StoreError/Code/closed``.
     public func close() async {
+        _ = await close(releasingLock: true)
+    }
+
+    /// Closes the journal; unless `releasingLock`, keeps the write lock and returns it, for
+    /// the next handle on the same store (a migration reopening a store under a new schema
+    /// never lets another writer in between).
+    func close(releasingLock: Bool) async -> StoreLock? {
         let last = lastTransaction
         try? await waitUntilDurable(last)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -528,10 +535,11 @@ public final class Journal: Sendable {
                         if self.configuration.durability != .full, self.failure == nil { try? self.io.sync(current.descriptor) }
                         self.io.close(current.descriptor)
                     }
-                    self.lock?.release(io: self.io)
+                    if releasingLock { self.lock?.release(io: self.io) }
                 }
                 continuation.resume()
             }
         }
+        return releasingLock ? nil : lock
     }
 }

@@ -67,6 +67,12 @@ public struct Entity: Sendable, Hashable {
         return nil
     }
 
+    /// The values a new object starts with, in storage order: each attribute's default (or
+    /// `nil`), empty relationships. Contexts' inserts and migrations' inserts both start here.
+    var newObjectValues: [Value] {
+        attributes.map { $0.defaultValue ?? .null } + relationships.map { $0.isToMany ? .objects([]) : .null }
+    }
+
     /// The names of every property, in storage order (used in error messages).
     public var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.name) }
 }

@@ -66,8 +66,13 @@ public final class Store: Sendable {
     /// - Parameter schema: the schema the caller expects; `nil` to use the stored one.
     /// - Throws: ``StoreError`` (see ``Journal/open(at:schema:configuration:replayingInto:)``).
     public static func open(at path: String, schema: Schema? = nil, configuration: Configuration = Configuration()) throws(StoreError) -> Store {
+        try open(at: path, schema: schema, configuration: configuration, heldLock: nil)
+    }
+
+    /// Opens a store with the write lock the caller already holds, if any.
+    static func open(at path: String, schema: Schema?, configuration: Configuration, heldLock: StoreLock?) throws(StoreError) -> Store {
         var target = DeferredGeneration()
-        let journal = try Journal.open(at: path, schema: schema, configuration: configuration, replayingInto: &target)
+        let journal = try Journal.open(at: path, schema: schema, configuration: configuration, heldLock: heldLock, replayingInto: &target)
         return Store(journal: journal, generation: target.prepared ? target.generation : Generation(schema: journal.schema))
     }
 
@@ -152,9 +157,15 @@ public final class Store: Sendable {
     /// Closes the store: waits for pending commits, syncs, releases the write lock, and
     /// ends every notification stream.
     public func close() async {
-        await journal.close()
+        _ = await close(releasingLock: true)
+    }
+
+    /// Closes the store; unless `releasingLock`, keeps the write lock and returns it.
+    func close(releasingLock: Bool) async -> StoreLock? {
+        let lock = await journal.close(releasingLock: releasingLock)
         await ensurePublished(journal.lastDurableTransaction)
         subscribers.finish()
+        return lock
     }
 }
 

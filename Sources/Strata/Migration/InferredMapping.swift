@@ -1,0 +1,268 @@
+/// How the objects of one schema become objects of the next when only the two schemas are
+/// known: which entity and property each destination value comes from, and what a new
+/// property starts with.
+///
+/// Entities, attributes and relationships are matched by their `renamedFrom` name when
+/// they declare one, otherwise by name. Every difference found is listed in ``changes``;
+/// the ones an inferred step cannot carry out have `isInferable == false`.
+struct InferredMapping: Sendable {
+    /// Where one destination value comes from.
+    enum PropertySource: Sendable, Hashable {
+        /// The source property at this storage index.
+        case copy(Int)
+        /// The source property at this index, with `nil` replaced by a default (optional → required).
+        case copyOrDefault(Int, Value)
+        /// A value every object gets (a new property's default, `nil` or an empty list).
+        case constant(Value)
+    }
+
+    struct EntityMapping: Sendable {
+        /// The source entity's storage index, or `nil` for an entity the step adds.
+        var source: Int?
+        /// Per destination property (storage order): where its value comes from.
+        var properties: [PropertySource]
+    }
+
+    let source: Schema
+    let destination: Schema
+    /// Per destination entity (storage order).
+    private(set) var entities: [EntityMapping] = []
+    /// Per source entity: the destination entity it becomes, or `nil` when removed.
+    private(set) var destinationOfSource: [Int?]
+    /// Every difference, in schema order.
+    private(set) var changes: [SchemaChange] = []
+
+    /// The differences an inferred step cannot carry out.
+    var problems: [SchemaChange] { changes.filter { !$0.isInferable } }
+
+    init(from source: Schema, to destination: Schema) {
+        self.source = source
+        self.destination = destination
+        destinationOfSource = source.entities.map { _ in nil }
+        for entity in destination.entities {
+            let sourceIndex = Self.match(entity.renamedFrom, entity.name) { source.entityIndex(named: $0) }
+            if let sourceIndex {
+                destinationOfSource[sourceIndex] = destination.entityIndex(named: entity.name)
+            }
+        }
+        for entity in destination.entities {
+            let sourceIndex = Self.match(entity.renamedFrom, entity.name) { source.entityIndex(named: $0) }
+            guard let sourceIndex else {
+                changes.append(SchemaChange(.addedEntity, entity: entity.name, "added"))
+                entities.append(EntityMapping(source: nil, properties: newValues(entity)))
+                continue
+            }
+            let old = source.entities[sourceIndex]
+            if old.name != entity.name {
+                changes.append(SchemaChange(.renamedEntity, entity: entity.name, "renamed from \"\(old.name)\""))
+            }
+            entities.append(EntityMapping(source: sourceIndex, properties: mapProperties(of: entity, from: old)))
+        }
+        for (index, entity) in source.entities.enumerated() where destinationOfSource[index] == nil {
+            changes.append(SchemaChange(.removedEntity, entity: entity.name, "removed: its objects are dropped"))
+        }
+    }
+
+    /// The first candidate name `lookup` finds.
+    private static func match(_ renamedFrom: String?, _ name: String, _ lookup: (String) -> Int?) -> Int? {
+        if let renamedFrom, let found = lookup(renamedFrom) { return found }
+        return lookup(name)
+    }
+
+    private func newValues(_ entity: Entity) -> [PropertySource] {
+        entity.newObjectValues.map { .constant($0) }
+    }
+
+    private mutating func mapProperties(of entity: Entity, from old: Entity) -> [PropertySource] {
+        var result: [PropertySource] = []
+        var used = Set<Int>()
+        for attribute in entity.attributes {
+            let index = Self.match(attribute.renamedFrom, attribute.name) { old.propertyIndex(named: $0) }
+            result.append(mapAttribute(attribute, of: entity, from: old, at: index))
+            if let index { used.insert(index) }
+        }
+        for relationship in entity.relationships {
+            let index = Self.match(relationship.renamedFrom, relationship.name) { old.propertyIndex(named: $0) }
+            result.append(mapRelationship(relationship, of: entity, from: old, at: index))
+            if let index { used.insert(index) }
+        }
+        for index in 0..<old.propertyCount where !used.contains(index) {
+            switch old.property(at: index) {
+            case .attribute(let a):
+                changes.append(SchemaChange(.removedAttribute, entity: entity.name, key: a.name, "removed: its values are dropped"))
+            case .relationship(let r):
+                changes.append(SchemaChange(.removedRelationship, entity: entity.name, key: r.name, "removed"))
+            }
+        }
+        return result
+    }
+
+    private mutating func mapAttribute(_ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?) -> PropertySource {
+        let name = attribute.name
+        guard let index else {
+            if let value = attribute.defaultValue {
+                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (default \(value))"))
+                return .constant(value)
+            }
+            if attribute.isOptional {
+                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (optional, nil)"))
+            } else {
+                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name,
+                                            "added as required without a default, so existing objects have no value for it; give it a default or make it optional",
+                                            inferable: false))
+            }
+            return .constant(.null)
+        }
+        guard case .attribute(let previous) = old.property(at: index) else {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        "was a relationship of \(old.name), is now an attribute", inferable: false))
+            return .constant(attribute.defaultValue ?? .null)
+        }
+        if previous.name != name {
+            changes.append(SchemaChange(.renamedAttribute, entity: entity.name, key: name, "renamed from \"\(previous.name)\""))
+        }
+        guard previous.type == attribute.type else {
+            changes.append(SchemaChange(.typeChanged, entity: entity.name, key: name,
+                                        "type changed from \(previous.type.rawValue) to \(attribute.type.rawValue)", inferable: false))
+            return .constant(attribute.defaultValue ?? .null)
+        }
+        var source = PropertySource.copy(index)
+        if previous.isOptional && !attribute.isOptional {
+            if let value = attribute.defaultValue {
+                changes.append(SchemaChange(.madeRequired, entity: entity.name, key: name, "made required: nil becomes the default \(value)"))
+                source = .copyOrDefault(index, value)
+            } else {
+                changes.append(SchemaChange(.madeRequired, entity: entity.name, key: name,
+                                            "made required without a default, so objects holding nil have no value; give it a default",
+                                            inferable: false))
+            }
+        } else if !previous.isOptional && attribute.isOptional {
+            changes.append(SchemaChange(.madeOptional, entity: entity.name, key: name, "made optional"))
+        }
+        var options: [String] = []
+        if previous.isUnique != attribute.isUnique { options.append(attribute.isUnique ? "made unique" : "no longer unique") }
+        if previous.isIndexed != attribute.isIndexed { options.append(attribute.isIndexed ? "indexed" : "no longer indexed") }
+        if previous.minimum != attribute.minimum || previous.maximum != attribute.maximum
+            || previous.minLength != attribute.minLength || previous.maxLength != attribute.maxLength
+        {
+            options.append("limits changed")
+        }
+        if previous.defaultValue != attribute.defaultValue && !(previous.isOptional && !attribute.isOptional) {
+            options.append("default changed to \(attribute.defaultValue.map(\.description) ?? "none")")
+        }
+        if !options.isEmpty {
+            changes.append(SchemaChange(.optionsChanged, entity: entity.name, key: name,
+                                        options.joined(separator: ", ") + " (checked by validation)"))
+        }
+        return source
+    }
+
+    private mutating func mapRelationship(
+        _ relationship: Relationship, of entity: Entity, from old: Entity, at index: Int?
+    ) -> PropertySource {
+        let name = relationship.name
+        let empty: Value = relationship.isToMany ? .objects([]) : .null
+        guard let index else {
+            if relationship.isOptional {
+                changes.append(SchemaChange(.addedRelationship, entity: entity.name, key: name, "added (empty)"))
+            } else {
+                changes.append(SchemaChange(.addedRelationship, entity: entity.name, key: name,
+                                            "added as required, but nothing says which \(relationship.destination) each object refers to",
+                                            inferable: false))
+            }
+            return .constant(empty)
+        }
+        guard case .relationship(let previous) = old.property(at: index) else {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        "was an attribute of \(old.name), is now a relationship", inferable: false))
+            return .constant(empty)
+        }
+        if previous.name != name {
+            changes.append(SchemaChange(.renamedRelationship, entity: entity.name, key: name, "renamed from \"\(previous.name)\""))
+        }
+        let previousDestination = source.entityIndex(named: previous.destination)!
+        guard destinationOfSource[previousDestination] == destination.entityIndex(named: relationship.destination) else {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        "destination changed from \(previous.destination) to \(relationship.destination)", inferable: false))
+            return .constant(empty)
+        }
+        guard previous.isToMany == relationship.isToMany else {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        relationship.isToMany ? "changed from to-one to to-many" : "changed from to-many to to-one",
+                                        inferable: false))
+            return .constant(empty)
+        }
+        if previous.isOptional && !relationship.isOptional {
+            changes.append(SchemaChange(.madeRequired, entity: entity.name, key: name, "made required (empty ones fail validation)"))
+        } else if !previous.isOptional && relationship.isOptional {
+            changes.append(SchemaChange(.madeOptional, entity: entity.name, key: name, "made optional"))
+        }
+        if previous.deleteRule != relationship.deleteRule {
+            changes.append(SchemaChange(.optionsChanged, entity: entity.name, key: name,
+                                        "delete rule changed from \(previous.deleteRule.rawValue) to \(relationship.deleteRule.rawValue)"))
+        }
+        return .copy(index)
+    }
+
+    /// Source entity name → destination entity name, for renamed entities; `nil` when none is.
+    var renamedEntities: [String: String]? {
+        var renames: [String: String] = [:]
+        for (s, d) in destinationOfSource.enumerated() {
+            if let d, source.entities[s].name != destination.entities[d].name {
+                renames[source.entities[s].name] = destination.entities[d].name
+            }
+        }
+        return renames.isEmpty ? nil : renames
+    }
+
+    /// What ``destinationValues(of:entity:renames:relationships:)`` does with relationships.
+    enum RelationshipValues {
+        /// Keep object numbers, with renamed entities' names changed.
+        case renamed
+        /// Copy the source's values as they are.
+        case asIs
+        /// Leave them empty (a custom step fills them in its second pass).
+        case empty
+    }
+
+    /// The destination values of a source row of the destination entity `d`'s source entity.
+    func destinationValues(
+        of row: [Value], entity d: Int, renames: [String: String]?, relationships: RelationshipValues = .renamed
+    ) -> [Value] {
+        let properties = entities[d].properties
+        let attributeCount = destination.layout.entities[d].attributeCount
+        var values = [Value]()
+        values.reserveCapacity(properties.count)
+        for (p, property) in properties.enumerated() {
+            switch property {
+            case .copy(let i):
+                let value = row[i]
+                guard p >= attributeCount else {
+                    values.append(value)
+                    continue
+                }
+                switch relationships {
+                case .renamed: values.append(renames.map { Self.rename(value, $0) } ?? value)
+                case .asIs: values.append(value)
+                case .empty: values.append(destination.entities[d].relationships[p - attributeCount].isToMany ? .objects([]) : .null)
+                }
+            case .copyOrDefault(let i, let fallback): values.append(row[i].isNull ? fallback : row[i])
+            case .constant(let value): values.append(value)
+            }
+        }
+        return values
+    }
+
+    private static func rename(_ value: Value, _ renames: [String: String]) -> Value {
+        switch value {
+        case .object(let id): .object(ObjectID(entity: renames[id.entity] ?? id.entity, number: id.number))
+        case .objects(let ids): .objects(ids.map { ObjectID(entity: renames[$0.entity] ?? $0.entity, number: $0.number) })
+        default: value
+        }
+    }
+
+    /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure).
+    func change(entity: String, key: String?) -> SchemaChange? {
+        changes.first { $0.entity == entity && $0.key == key } ?? changes.first { $0.entity == entity && $0.key == nil }
+    }
+}

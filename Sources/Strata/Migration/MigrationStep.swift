@@ -1,0 +1,106 @@
+/// One step of a migration plan: how objects of one schema version become objects of the
+/// next.
+///
+/// A step is *inferred* from its two schemas (see ``SchemaChange``) unless it has custom
+/// parts:
+///
+/// - a **transform** per source entity sees every source object (``MigrationSourceObject``,
+///   with dynamic access to every old key) and creates the destination objects it becomes —
+///   none, one, or several;
+/// - then a **link** per destination entity visits every destination object of the entity,
+///   once all objects exist, to establish relationships (inverses are kept in step);
+/// - then the result is **validated** against the new schema.
+///
+/// Entities without a transform are carried over as an inferred step would. Relationships
+/// of transformed objects that the transform leaves empty are carried over from their source
+/// object, following the objects the related objects became.
+///
+/// The `Song` → `Song` + `SongData` split, linked by the shared `songID`:
+///
+/// ```swift
+/// var step = MigrationStep(from: v2, to: v3)
+/// step.transform("Song") { song, destination in
+///     try destination.insert("Song", values: ["songID": song["songID"], "title": song["title"]])
+///     try destination.insert("SongData", values: ["songID": song["songID"], "lyrics": song["lyrics"]])
+/// }
+/// step.link("Song") { song, destination in
+///     let key = try destination.value(forKey: "songID", of: song)
+///     if let data = destination.object("SongData", uniqueValue: key) {
+///         try destination.setValue(.object(data), forKey: "data", of: song)   // SongData.song follows
+///     }
+/// }
+/// ```
+public struct MigrationStep: Sendable {
+    /// Creates the destination objects for one source object.
+    public typealias Transform = @Sendable (MigrationSourceObject, MigrationDestination) throws -> Void
+    /// Establishes relationships of one destination object, once every object exists.
+    public typealias Link = @Sendable (ObjectID, MigrationDestination) throws -> Void
+
+    /// The older schema.
+    public let source: Schema
+    /// The newer schema.
+    public let destination: Schema
+    /// Transforms by source entity name.
+    private(set) var transforms: [String: Transform] = [:]
+    /// Links by destination entity name, in the order they were added.
+    private(set) var links: [(entity: String, body: Link)] = []
+    /// What the two schemas say, entity by entity and key by key.
+    let mapping: InferredMapping
+
+    /// Creates a step between two schemas; without transforms or links it is inferred.
+    public init(from source: Schema, to destination: Schema) {
+        self.source = source
+        self.destination = destination
+        self.mapping = InferredMapping(from: source, to: destination)
+    }
+
+    /// Whether the step has transforms or links.
+    public var isCustom: Bool { !transforms.isEmpty || !links.isEmpty }
+
+    /// The source entities that have a transform, in schema order.
+    public var transformedEntities: [String] { source.entities.map(\.name).filter { transforms[$0] != nil } }
+
+    /// The destination entities that have a link, in the order added.
+    public var linkedEntities: [String] { links.map(\.entity) }
+
+    /// `Name n → m (inferred|custom)`, as errors and progress name the step.
+    public var name: String {
+        "\(destination.name) \(source.version) → \(destination.version) (\(isCustom ? "custom" : "inferred"))"
+    }
+
+    /// Every difference between the two schemas.
+    public var changes: [SchemaChange] { mapping.changes }
+
+    /// The differences this step cannot carry out: the non-inferable changes of entities that
+    /// no transform creates and no link completes.
+    public var unhandledChanges: [SchemaChange] {
+        mapping.problems.filter { change in
+            guard let entity = destination.entityIndex(named: change.entity) else { return true }
+            if links.contains(where: { $0.entity == change.entity }) { return false }
+            if let source = mapping.entities[entity].source, transforms[self.source.entities[source].name] != nil { return false }
+            return true
+        }
+    }
+
+    /// Sets the transform for every object of a source entity.
+    ///
+    /// The transform calls ``MigrationDestination/insert(_:values:)`` for each object the
+    /// source object becomes; a source object for which it inserts nothing is dropped (its
+    /// delete rules are checked). Objects of other entities may not exist yet while
+    /// transforms run (entities are transformed in schema order), and carried-over
+    /// relationships are filled afterwards: set relationships in a ``link(_:_:)``.
+    public mutating func transform(_ sourceEntity: String, _ body: @escaping Transform) {
+        guard source.entity(named: sourceEntity) != nil else {
+            preconditionFailure("MigrationStep.transform: schema \"\(source.name)\" version \(source.version) has no entity \"\(sourceEntity)\"; its entities are \(source.entities.map(\.name))")
+        }
+        transforms[sourceEntity] = body
+    }
+
+    /// Adds a link run for every destination object of an entity once every object exists.
+    public mutating func link(_ destinationEntity: String, _ body: @escaping Link) {
+        guard destination.entity(named: destinationEntity) != nil else {
+            preconditionFailure("MigrationStep.link: schema \"\(destination.name)\" version \(destination.version) has no entity \"\(destinationEntity)\"; its entities are \(destination.entities.map(\.name))")
+        }
+        links.append((destinationEntity, body))
+    }
+}

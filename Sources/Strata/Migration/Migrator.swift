@@ -1,0 +1,103 @@
+import Dispatch
+
+/// Runs a plan's steps over a store's objects, one after the other, off Swift's cooperative
+/// thread pool (a migration is long, CPU-bound work with blocking I/O between steps).
+enum Migrator {
+    private static let queue = DispatchQueue(label: "strata.migration", attributes: .concurrent)
+
+    /// Runs `body` on the migration queue.
+    static func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws(MigrationError) -> T) async throws(MigrationError) -> T {
+        let result: Result<T, MigrationError> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Result { () throws(MigrationError) -> T in try body() }) }
+        }
+        return try result.get()
+    }
+
+    /// Runs one step in memory on the migration queue and returns its outcome.
+    static func execute(
+        _ step: MigrationStep, on source: Generation, number: Int, of count: Int, plan: MigrationPlan,
+        progress: (@Sendable (MigrationProgress) -> Void)?
+    ) async throws(MigrationError) -> StepOutcome {
+        try await onQueue { () throws(MigrationError) -> StepOutcome in
+            let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
+                                          progress: progress, awakening: plan.awakening)
+            let outcome = try execution.run()
+            return StepOutcome(generation: outcome.generation,
+                               problems: outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) },
+                               dropped: outcome.dropped)
+        }
+    }
+
+    /// Runs one step of a store being migrated in place and writes its checkpoint.
+    ///
+    /// An inferred step is validated in one pass over the source and then written row by row
+    /// (``InferredContents``): it never holds a second copy of the store. A custom step builds
+    /// its destination objects in memory (links may touch any of them), is validated, and is
+    /// written from there.
+    static func migrate(
+        _ store: Store, _ step: MigrationStep, number: Int, of count: Int, plan: MigrationPlan,
+        progress: (@Sendable (MigrationProgress) -> Void)?
+    ) async throws(MigrationError) {
+        let source = store.currentGeneration
+        @Sendable func report(_ phase: MigrationProgress.Phase, _ entity: String?, _ completed: Int, _ total: Int) {
+            progress?(MigrationProgress(step: step.name, stepNumber: number, stepCount: count, phase: phase, entity: entity,
+                                        completed: completed, total: total))
+        }
+        let contents: any CheckpointSource
+        if step.isCustom {
+            let outcome = try await execute(step, on: source, number: number, of: count, plan: plan, progress: progress)
+            if let error = StepOutcome.validationError(outcome.problems, step: step) { throw error }
+            contents = outcome.generation
+        } else {
+            let inferred = InferredContents(source: source, step: step)
+            let problems = try await onQueue { () throws(MigrationError) -> [ValidationProblem] in
+                inferred.problems { entity, done, total in report(.validating, entity, done, total) }
+            }
+            if let error = StepOutcome.validationError(problems, step: step) { throw error }
+            contents = inferred
+        }
+        report(.writing, nil, 0, source.totalCount)
+        do throws(StoreError) {
+            try await store.journal.writeMigrationCheckpoint(contents, schema: step.destination)
+        } catch {
+            throw MigrationError.store(error, step: step.name, "writing the step's checkpoint")
+        }
+    }
+
+    /// Runs `steps` from `generation`, calling `afterStep` with each valid result; throws the
+    /// first validation failure, naming its step, object, key and cause.
+    static func run(
+        _ steps: ArraySlice<MigrationStep>, from generation: Generation, plan: MigrationPlan,
+        progress: (@Sendable (MigrationProgress) -> Void)?,
+        afterStep: (MigrationStep, Generation) async throws(MigrationError) -> Void
+    ) async throws(MigrationError) -> Generation {
+        var current = generation
+        for (k, step) in steps.enumerated() {
+            let outcome = try await execute(step, on: current, number: k + 1, of: steps.count, plan: plan, progress: progress)
+            if let error = StepOutcome.validationError(outcome.problems, step: step) { throw error }
+            try await afterStep(step, outcome.generation)
+            progress?(MigrationProgress(step: step.name, stepNumber: k + 1, stepCount: steps.count, phase: .finished,
+                                        entity: nil, completed: outcome.generation.totalCount, total: outcome.generation.totalCount))
+            current = outcome.generation
+        }
+        return current
+    }
+}
+
+/// What one step produced.
+struct StepOutcome: Sendable {
+    var generation: Generation
+    var problems: [ValidationProblem]
+    var dropped: Int
+
+    /// The error for the first validation problem, if any.
+    static func validationError(_ problems: [ValidationProblem], step: MigrationStep) -> MigrationError? {
+        guard let first = problems.first else { return nil }
+        let more = problems.count > 1 ? " (\(problems.count - 1) more problem(s) listed in `problems`)" : ""
+        var error = MigrationError(.validationFailed, "\(first.problem.message)\(more); the store was not changed",
+                                   step: step.name, entity: first.problem.object.entity, object: first.problem.object,
+                                   key: first.problem.key, cause: first.cause)
+        error.problems = problems.map(\.problem)
+        return error
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import Strata
+@testable import StrataCommand
+
+/// `strata migrate`, run in-process.
+@Suite struct MigrationCommandTests {
+    let directory = TemporaryDirectory("strata-migrate-cli")
+    var store: String { directory.appending("music.strata") }
+
+    func writeModel(_ schema: Schema, _ name: String) throws -> String {
+        let path = directory.appending(name)
+        try schema.modelFileJSON.prettyText.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func dryRunThenMigrateThenNothingToDo() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 1, at: store)
+        let v2 = try writeModel(MusicModel.v2, "music-v2.json")
+        let before = try MusicModel.files(store)
+
+        let dryRun = await runTool(["migrate", store, "--model", v2, "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.errors)")
+        #expect(dryRun.output.hasPrefix("dry run of \(store): schema version 1 → 2 in 1 step(s); nothing was written\n"))
+        #expect(dryRun.output.contains("step 1: Music 1 → 2 (inferred)\n  "))
+        #expect(dryRun.output.contains("  Style: renamed from \"Genre\"\n"))
+        #expect(dryRun.output.contains("  objects after: Artist 2, Album 3, Song 6, Style 3\n  validation: ok\n"))
+        #expect(try MusicModel.files(store) == before)
+
+        let migrated = await runTool(["migrate", store, "--model", v2])
+        #expect(migrated.status == 0, "\(migrated.errors)")
+        #expect(migrated.output == "migrated \(store): schema \"Music\" version 1 → 2, 14 objects, fingerprint \(MusicModel.v2.fingerprint)\n")
+        let info = await runTool(["info", store])
+        #expect(info.output.contains("schema:       Music version 2\n"))
+        #expect(await runTool(["verify", store]).status == 0)
+
+        let again = await runTool(["migrate", store, "--model", v2])
+        #expect(again.status == 0 && again.output == "\(store) is already at schema \"Music\" version 2; nothing to do\n")
+    }
+
+    @Test func changesThatCannotBeInferredExitOneNamingEntityAndKey() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 2, at: store)
+        let v3 = try writeModel(MusicModel.v3, "music-v3.json")
+        let before = try MusicModel.files(store)
+        let result = await runTool(["migrate", store, "--model", v3])
+        #expect(result.status == 1)
+        let lines = result.errors.split(separator: "\n").map(String.init)
+        #expect(lines.first == "strata migrate: notInferable: step Music 2 → 3 (inferred): Song.data: added as required, but nothing says which SongData each object refers to; 1 change(s) cannot be inferred: write a custom transform for the entity (caused by Song.data: added as required, but nothing says which SongData each object refers to (not inferable; write a custom transform for Song))", "\(lines)")
+        #expect(try MusicModel.files(store) == before)
+    }
+
+    @Test func validationFailuresExitOneNamingTheObjectAndNothingChanges() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 2, at: store)
+        var entities = MusicModel.v2.entities
+        entities[1].attributes[1].maxLength = 9   // Album.title: "Let There Be Rock" is longer
+        let strict = try writeModel(try Schema("Music", version: 3, entities: entities), "strict.json")
+        let before = try MusicModel.files(store)
+        let dryRun = await runTool(["migrate", store, "--model", strict, "--dry-run"])
+        #expect(dryRun.status == 1)
+        #expect(dryRun.output.contains("  validation: 1 problem(s)\n    Album/1.title: 17 characters is longer than the maximum length 9 (caused by Album.title: limits changed (checked by validation))\n"))
+        let result = await runTool(["migrate", store, "--model", strict])
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("strata migrate: validationFailed: step Music 2 → 3 (inferred): Album/1.title: 17 characters is longer than the maximum length 9; the store was not changed"))
+        #expect(try MusicModel.files(store) == before)
+    }
+
+    @Test func usageAndVersionErrors() async throws {
+        defer { directory.remove() }
+        let missing = await runTool(["migrate", store])
+        #expect(missing.status == 2)
+        #expect(missing.errors == "strata migrate: --model is required\nusage: strata migrate STORE --model NEW-MODEL.json [--dry-run]\n")
+        try await MusicModel.createStore(version: 2, at: store)
+        let older = try writeModel(MusicModel.v1, "music-v1.json")
+        let result = await runTool(["migrate", store, "--model", older])
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("strata migrate: \(older): the model's version 1 is not newer than the store's (\"Music\" version 2)"))
+        let help = await runTool(["help", "migrate"])
+        #expect(help.output.hasPrefix("usage: strata migrate STORE --model NEW-MODEL.json [--dry-run]"))
+        #expect(!StrataCommand.planned.contains("migrate"))
+    }
+}
