@@ -21,22 +21,27 @@ public enum StrataCommand {
     }
 
     static let commands: [Command] = [
-        StoreCommands.create, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
+        StoreCommands.create, ImportCommand.command, QueryCommands.query, QueryCommands.aggregate, QueryCommands.update,
+        QueryCommands.delete, DumpCommand.command, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
+        SchemaCommand.command, HistoryCommand.command,
     ]
 
     /// The subcommands of the documented interface that this build does not provide yet.
-    static let planned = ["import", "query", "aggregate", "update", "delete", "dump", "migrate", "schema", "history"]
+    static let planned = ["migrate"]
 
     /// Runs the tool.
     /// - Parameters:
     ///   - arguments: the arguments after the program name.
     ///   - output: receives standard output.
     ///   - errors: receives standard error.
+    ///   - errorsIsTerminal: whether standard error is a terminal (progress bars are drawn only then).
     /// - Returns: the exit status.
     public static func run(
-        _ arguments: [String], output: @escaping @Sendable (String) -> Void, errors: @escaping @Sendable (String) -> Void
+        _ arguments: [String], output: @escaping @Sendable (String) -> Void, errors: @escaping @Sendable (String) -> Void,
+        errorsIsTerminal: Bool = false
     ) async -> Int32 {
-        let out = Output(standard: output, error: errors)
+        var out = Output(standard: output, error: errors)
+        out.errorIsTerminal = errorsIsTerminal
         guard let name = arguments.first else {
             out.standard(usage)
             return 0
@@ -83,6 +88,9 @@ public enum StrataCommand {
             return 1
         } catch let error as SchemaError {
             out.errorLine("strata \(name): \(error)")
+            return 1
+        } catch let error as PredicateSyntaxError {
+            out.errorLine("strata \(name): --where: \(error)")
             return 1
         } catch {
             out.errorLine("strata \(name): \(error)")

@@ -34,3 +34,11 @@ enum AttributeCheck {
         return nil
     }
 }
+
+extension Attribute {
+    /// What is wrong with `value` for this attribute (a missing required value, the wrong
+    /// type, a broken limit), or `nil` when it is acceptable.
+    public func problem(with value: Value) -> String? {
+        AttributeCheck.problem(with: value, for: self)
+    }
+}

@@ -5,7 +5,7 @@ extension Value {
     /// write them: dates as ISO-8601 strings, data as base64, UUIDs in canonical form.
     /// `null` gives `.null`.
     /// - Returns: the value, or a reason naming what was expected.
-    static func fromJSON(_ json: JSON, as type: AttributeType) -> Result<Value, ValueConversionError> {
+    public static func fromJSON(_ json: JSON, as type: AttributeType) -> Result<Value, ValueConversionError> {
         func wrong() -> Result<Value, ValueConversionError> {
             .failure(ValueConversionError(reason: "expected \(type.article) \(type.rawValue), got \(json.kindName)"))
         }
@@ -39,7 +39,7 @@ extension Value {
     }
 
     /// The value as the model and import files write it (relationships as object IDs).
-    var json: JSON {
+    public var json: JSON {
         switch self {
         case .null: .null
         case .string(let s): .string(s)
@@ -56,8 +56,9 @@ extension Value {
 }
 
 /// Why a JSON value does not fit an attribute type.
-struct ValueConversionError: Error, Sendable, Hashable {
-    var reason: String
+public struct ValueConversionError: Error, Sendable, Hashable {
+    /// What was expected, and what was found.
+    public var reason: String
 }
 
 extension AttributeType {

@@ -321,13 +321,7 @@ struct CommitPlan {
         }
     }
 
-    static func targets(_ value: Value) -> [ObjectID] {
-        switch value {
-        case .object(let id): [id]
-        case .objects(let ids): ids
-        default: []
-        }
-    }
+    static func targets(_ value: Value) -> [ObjectID] { value.referencedObjects }
 
     func notification(for record: TransactionRecord, in next: Generation) -> CommitNotification {
         var changedKeys: [ObjectID: [String]] = [:]
