@@ -382,10 +382,8 @@ public struct JSONLinesImporter {
         let r = e.relationships[index - e.attributeCount]
         let id = staged[object].id
         if r.toMany {
-            guard case .objects(var ids) = staged[object].values[index] else { return }
-            if ids.contains(target) { return }
-            ids.append(target)
-            staged[object].values[index] = .objects(ids)
+            guard !staged[object].values[index].referencedObjects.contains(target) else { return }
+            append(target, to: object, index)
         } else {
             if case .object(let old) = staged[object].values[index] {
                 if old == target { return }
@@ -395,11 +393,7 @@ public struct JSONLinesImporter {
         }
         let other = touch(target)
         if r.inverseToMany {
-            guard case .objects(var ids) = staged[other].values[r.inverse] else { return }
-            if !ids.contains(id) {
-                ids.append(id)
-                staged[other].values[r.inverse] = .objects(ids)
-            }
+            if !staged[other].values[r.inverse].referencedObjects.contains(id) { append(id, to: other, r.inverse) }
         } else {
             if case .object(let previous) = staged[other].values[r.inverse], previous != id {
                 remove(target, from: touch(previous), index)
@@ -415,12 +409,21 @@ public struct JSONLinesImporter {
         remove(staged[object].id, from: touch(target), r.inverse)
     }
 
+    /// Appends to a to-many list in place (the slot is emptied first, so the list is not copied).
+    private mutating func append(_ id: ObjectID, to object: Int, _ index: Int) {
+        guard case .objects(var ids) = staged[object].values[index] else { return }
+        staged[object].values[index] = .null
+        ids.append(id)
+        staged[object].values[index] = .objects(ids)
+    }
+
     /// Takes `id` out of one side of a relationship.
     private mutating func remove(_ id: ObjectID, from object: Int, _ index: Int) {
         switch staged[object].values[index] {
         case .object(let current) where current == id: staged[object].values[index] = .null
         case .objects(var ids):
             if let at = ids.firstIndex(of: id) {
+                staged[object].values[index] = .null
                 ids.remove(at: at)
                 staged[object].values[index] = .objects(ids)
             }
@@ -531,8 +534,9 @@ extension JSONLinesImporter {
         var line: Int
     }
 
-    /// What the importer needs of an entity, looked up once.
-    struct EntityInfo {
+    /// What the importer needs of an entity, looked up once (a class: one retain per use,
+    /// not one per array inside).
+    final class EntityInfo {
         struct RelationshipInfo {
             var toMany: Bool
             var optional: Bool

@@ -15,17 +15,23 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
     @Test func helpListsCommandsAndWhatIsMissing() async {
         let result = await runTool(["help"])
         #expect(result.status == 0)
-        #expect(result.output.contains("  create   create an empty store"))
-        #expect(result.output.contains("Not available in this build yet: import"))
+        #expect(result.output.contains("  create     create an empty store"))
+        #expect(result.output.contains("Not available in this build yet: migrate"))
+        for command in StrataCommand.commands {
+            let help = await runTool(["help", command.name])
+            #expect(help.status == 0)
+            #expect(help.output.hasPrefix("usage: \(command.usage)"))
+            #expect(help.output.contains("example:\n  strata \(command.name) "), "\(command.name)")
+        }
         let create = await runTool(["help", "create"])
         #expect(create.output.hasPrefix("usage: strata create STORE --model MODEL.json"))
         #expect(create.output.contains("example:"))
     }
 
     @Test func plannedCommandsSayTheyAreMissing() async {
-        let result = await runTool(["query", "/tmp/x", "--entity", "Artist"])
+        let result = await runTool(["migrate", "/tmp/x", "--model", "m.json"])
         #expect(result.status == 2)
-        #expect(result.errors.hasPrefix("strata: 'query' is not available in this build"))
+        #expect(result.errors.hasPrefix("strata: 'migrate' is not available in this build"))
     }
 
     @Test func usageErrorsExitTwoWithTheUsageLine() async {
