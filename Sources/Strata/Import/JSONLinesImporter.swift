@@ -94,6 +94,11 @@ public struct JSONLinesImporter {
     /// Reads every line of `reader`, committing as it goes.
     /// - Parameter report: called after every durable commit and every few thousand lines.
     public mutating func run(_ reader: JSONLinesReader, report: (Event) -> Void = { _ in }) async throws(ImportError) -> Summary {
+        // Room for a batch (or, for one transaction, for a file of ~100-byte lines) up front,
+        // rather than growing the tables by rehashing.
+        let expected = min(batchSize ?? Int(min(reader.size ?? 0, 1 << 32) / 100), 1 << 22)
+        stagedIndex.reserveCapacity(expected)
+        staged.reserveCapacity(expected)
         while true {
             let next: Result<Void, ImportError>?
             do throws(JSONLinesReader.ReadError) {

@@ -16,6 +16,7 @@ enum AttributeCheck {
         if let maximum = attribute.maximum, Value.compare(value, maximum) == .orderedDescending {
             return "\(value) is greater than the maximum \(maximum)"
         }
+        guard attribute.minLength != nil || attribute.maxLength != nil else { return nil }
         let length: Int? =
             switch value {
             case .string(let s): s.count

@@ -30,6 +30,16 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether a relationship value refers to `id` (without making a list of one).
+    @inline(__always)
+    public func refers(to id: ObjectID) -> Bool {
+        switch self {
+        case .object(let other): other == id
+        case .objects(let ids): ids.contains(id)
+        default: false
+        }
+    }
+
     /// The attribute type this value belongs to, or `nil` for `.null` and relationship values.
     public var attributeType: AttributeType? {
         switch self {

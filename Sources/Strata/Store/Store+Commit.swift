@@ -83,7 +83,7 @@ struct CommitPlan {
     /// Every object appears once; inserted IDs were allocated and are new; changed and
     /// deleted objects are named correctly.
     private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
-        var seen = Set<ObjectID>()
+        var seen = Set<ObjectID>(minimumCapacity: changes.inserted.count + changes.updated.count + changes.deleted.count)
         func once(_ id: ObjectID) throws(StoreError) {
             guard seen.insert(id).inserted else {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
@@ -196,6 +196,7 @@ struct CommitPlan {
         var claims: [Int: [Value: ObjectID]] = [:]
         var released: [Int: Set<Value>] = [:]
         var candidates: [(ObjectID, Int, Value)] = []
+        candidates.reserveCapacity(record.inserted.count + record.updated.count)
         for row in record.inserted {
             let entity = schema.entityIndex(named: row.id.entity)!
             if let attribute = head.uniqueAttributeIndex(entity), !row.values[attribute].isNull {
@@ -222,7 +223,8 @@ struct CommitPlan {
             if let other = claims[entity]?[value] {
                 throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
             }
-            claims[entity, default: [:]][value] = id
+            if claims[entity] == nil { claims[entity] = Dictionary(minimumCapacity: candidates.count) }
+            claims[entity]![value] = id
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
                 let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
@@ -280,52 +282,79 @@ struct CommitPlan {
     private func checkObject(
         _ id: ObjectID, entity: Int, keys: some Sequence<Int>, before: [Value]?, in next: Generation
     ) throws(StoreError) {
-        let properties = schema.entities[entity]
+        // Read in place: no copy of the entity, its properties or a single target's array.
+        let layout = schema.layout.entities[entity]
         let values = next.tables[entity][id.number]!.values
         for index in keys {
-            switch properties.property(at: index) {
-            case .attribute(let attribute):
-                if let problem = AttributeCheck.problem(with: values[index], for: attribute) {
+            guard index >= layout.attributeCount else {
+                if let problem = AttributeCheck.problem(with: values[index], for: schema.entities[entity].attributes[index]) {
+                    let name = layout.propertyNames[index]
                     let code: StoreError.Code = values[index].isNull ? .missingValue : .invalidValue
-                    throw StoreError(code, "\(id).\(attribute.name): \(problem)", object: id, key: attribute.name)
+                    throw StoreError(code, "\(id).\(name): \(problem)", object: id, key: name)
                 }
-            case .relationship(let relationship):
-                let now = Self.targets(values[index])
-                if now.isEmpty && !relationship.isOptional {
+                continue
+            }
+            let value = values[index]
+            let isEmpty: Bool =
+                switch value {
+                case .object: false
+                case .objects(let ids): ids.isEmpty
+                default: true
+                }
+            if isEmpty {
+                let relationship = schema.entities[entity].relationships[index - layout.attributeCount]
+                if !relationship.isOptional {
                     throw StoreError(.missingValue, "\(id).\(relationship.name): the relationship is required", object: id, key: relationship.name)
                 }
-                if relationship.isToMany && Set(now).count != now.count {
-                    throw StoreError(.invalidTransaction, "\(id).\(relationship.name) lists an object twice", object: id, key: relationship.name)
+            }
+            if case .objects(let ids) = value, Self.hasDuplicates(ids) {
+                let name = layout.propertyNames[index]
+                throw StoreError(.invalidTransaction, "\(id).\(name) lists an object twice", object: id, key: name)
+            }
+            let inverseIndex = layout.inverseIndexes[index]
+            func check(_ target: ObjectID) throws(StoreError) {
+                guard let other = next.row(target) else {
+                    let name = layout.propertyNames[index]
+                    throw StoreError(.danglingReference, "\(id).\(name) refers to \(target), which does not exist", object: id, key: name)
                 }
-                let destination = schema.entity(named: relationship.destination)!
-                let inverseIndex = destination.propertyIndex(named: relationship.inverse)!
-                for target in now {
-                    guard let other = next.object(target) else {
-                        throw StoreError(.danglingReference, "\(id).\(relationship.name) refers to \(target), which does not exist",
-                                         object: id, key: relationship.name)
-                    }
-                    if !Self.targets(other.values[inverseIndex]).contains(id) {
-                        throw StoreError(.inverseViolation, "\(id).\(relationship.name) refers to \(target), but \(target).\(relationship.inverse) does not refer back; set both sides in the same save",
-                                         object: id, key: relationship.name)
-                    }
+                if !other.values[inverseIndex].refers(to: id) {
+                    let relationship = schema.entities[entity].relationships[index - layout.attributeCount]
+                    throw StoreError(.inverseViolation, "\(id).\(relationship.name) refers to \(target), but \(target).\(relationship.inverse) does not refer back; set both sides in the same save",
+                                     object: id, key: relationship.name)
                 }
-                let old = before.map { Self.targets($0[index]) } ?? []
-                for target in old where !now.contains(target) {
-                    guard let other = next.object(target) else { continue }
-                    if Self.targets(other.values[inverseIndex]).contains(id) {
-                        throw StoreError(.inverseViolation, "\(id).\(relationship.name) no longer refers to \(target), but \(target).\(relationship.inverse) still refers to \(id); change both sides in the same save",
-                                         object: id, key: relationship.name)
-                    }
+            }
+            switch value {
+            case .object(let target): try check(target)
+            case .objects(let ids): for target in ids { try check(target) }
+            default: break
+            }
+            guard let before else { continue }
+            for target in before[index].referencedObjects where !value.refers(to: target) {
+                guard let other = next.row(target) else { continue }
+                if other.values[inverseIndex].refers(to: id) {
+                    let relationship = schema.entities[entity].relationships[index - layout.attributeCount]
+                    throw StoreError(.inverseViolation, "\(id).\(relationship.name) no longer refers to \(target), but \(target).\(relationship.inverse) still refers to \(id); change both sides in the same save",
+                                     object: id, key: relationship.name)
                 }
             }
         }
+    }
+
+    /// Whether a list names an object twice (pairwise for short lists, which need no set).
+    static func hasDuplicates(_ ids: [ObjectID]) -> Bool {
+        if ids.count < 2 { return false }
+        if ids.count <= 16 {
+            for i in 1..<ids.count where ids[..<i].contains(ids[i]) { return true }
+            return false
+        }
+        return Set(ids).count != ids.count
     }
 
     static func targets(_ value: Value) -> [ObjectID] { value.referencedObjects }
 
     func notification(for record: TransactionRecord, in next: Generation) -> CommitNotification {
         var changedKeys: [ObjectID: [String]] = [:]
-        var values: [ObjectID: [Value]] = [:]
+        var values: [ObjectID: [Value]] = Dictionary(minimumCapacity: record.inserted.count + record.updated.count)
         for row in record.inserted { values[row.id] = row.values }
         for update in record.updated {
             let entity = schema.entity(named: update.id.entity)!
