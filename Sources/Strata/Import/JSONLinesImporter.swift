@@ -68,7 +68,12 @@ public struct JSONLinesImporter {
     private let info: [EntityInfo]
     private var head: Generation
     private var staged: [Staged] = []
+    /// Staged objects by ID, for those not in `dense`.
     private var stagedIndex: [ObjectID: Int] = [:]
+    /// Staged objects by object number, per entity, for the dense run of numbers new objects
+    /// get (slot `number - denseBase[entity]`; -1 when none): an array read, not a hash.
+    private var dense: [[Int32]]
+    private var denseBase: [UInt64]
     /// New objects of the current batch by unique value, per entity.
     private var keyIndex: [[Value: ObjectID]]
     /// References waiting for their destination, per destination entity.
@@ -88,6 +93,8 @@ public struct JSONLinesImporter {
         head = store.currentGeneration
         keyIndex = schema.entities.map { _ in [:] }
         pending = schema.entities.map { _ in [:] }
+        dense = schema.entities.map { _ in [] }
+        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
         summary.lastTransaction = head.transaction
     }
 
@@ -99,6 +106,7 @@ public struct JSONLinesImporter {
         let expected = min(batchSize ?? Int(min(reader.size ?? 0, 1 << 32) / 100), 1 << 22)
         stagedIndex.reserveCapacity(expected)
         staged.reserveCapacity(expected)
+        for entity in keyIndex.indices where info[entity].unique != nil { keyIndex[entity].reserveCapacity(expected / keyIndex.count) }
         while true {
             let next: Result<Void, ImportError>?
             do throws(JSONLinesReader.ReadError) {
@@ -181,7 +189,7 @@ public struct JSONLinesImporter {
         }
         // The object: found by ID, then by unique key, or new.
         var found: ObjectID?
-        if let explicitID, stagedIndex[explicitID] != nil || head.contains(explicitID) { found = explicitID }
+        if let explicitID, stagedObject(explicitID, entity: entity) != nil || head.contains(explicitID) { found = explicitID }
         if let key, let holder = lookup(key, entity: entity) {
             if let found, found != holder {
                 throw fail("\(e.name) \"\(e.entity.attributes[e.unique!].name)\" = \(key) belongs to \(holder), not \(found)")
@@ -205,7 +213,7 @@ public struct JSONLinesImporter {
             }
             id = ObjectID(entity: e.name, number: id.number)
             object = staged.count
-            stagedIndex[id] = object
+            register(id, entity: entity, at: object)
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
             if let key { keyIndex[entity][key] = id }
             isNew = true
@@ -250,16 +258,44 @@ public struct JSONLinesImporter {
 
     /// The staged copy of an object, loading it from the store the first time.
     private mutating func touch(_ id: ObjectID) -> Int {
-        if let index = stagedIndex[id] { return index }
         let entity = schema.entityIndex(named: id.entity)!
+        if let index = stagedObject(id, entity: entity) { return index }
         let row = head.tables[entity][id.number]!
         let index = staged.count
         staged.append(Staged(id: id, entity: entity, values: row.values, base: row, line: 0))
-        stagedIndex[id] = index
+        register(id, entity: entity, at: index)
         return index
     }
 
-    private func exists(_ id: ObjectID) -> Bool { stagedIndex[id] != nil || head.contains(id) }
+    private func exists(_ id: ObjectID) -> Bool {
+        guard let entity = schema.entityIndex(named: id.entity) else { return false }
+        return stagedObject(id, entity: entity) != nil || head.contains(id)
+    }
+
+    /// Where an object is staged in this batch, if it is.
+    @inline(__always)
+    private func stagedObject(_ id: ObjectID, entity: Int) -> Int? {
+        let number = id.number, base = denseBase[entity]
+        if number >= base {
+            let slot = Int(number - base)
+            if slot < dense[entity].count {
+                let index = dense[entity][slot]
+                return index >= 0 ? Int(index) : nil
+            }
+        }
+        return stagedIndex.isEmpty ? nil : stagedIndex[id]
+    }
+
+    private mutating func register(_ id: ObjectID, entity: Int, at index: Int) {
+        let number = id.number, base = denseBase[entity]
+        if number >= base, number - base <= UInt64(dense[entity].count) + 4096 {
+            let slot = Int(number - base)
+            if slot >= dense[entity].count { dense[entity].append(contentsOf: repeatElement(-1, count: slot + 1 - dense[entity].count)) }
+            dense[entity][slot] = Int32(index)
+        } else {
+            stagedIndex[id] = index
+        }
+    }
 
     // MARK: - Relationships
 
@@ -491,12 +527,15 @@ public struct JSONLinesImporter {
                 summary.updated += updated
                 report(.committed(transaction: committed.transaction, lines: summary.lines))
             case .failure(let error):
-                let line = error.object.flatMap { stagedIndex[$0] }.map { staged[$0].line } ?? 0
+                let line = error.object.flatMap { id in schema.entityIndex(named: id.entity).flatMap { stagedObject(id, entity: $0) } }
+                    .map { staged[$0].line } ?? 0
                 throw ImportError(line: line, message: error.message, storeError: error)
             }
         }
         staged.removeAll(keepingCapacity: true)
         stagedIndex.removeAll(keepingCapacity: true)
+        for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
+        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
         for entity in keyIndex.indices { keyIndex[entity].removeAll(keepingCapacity: true) }
     }
 }
