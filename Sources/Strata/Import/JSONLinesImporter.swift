@@ -170,7 +170,7 @@ public struct JSONLinesImporter {
         var properties: [(index: Int, value: JSON)] = []
         properties.reserveCapacity(given.count)
         for (key, value) in given {
-            guard let index = e.propertyIndex[key] else {
+            guard let index = e.index(of: key) else {
                 throw fail("\(e.name) has no key \"\(key)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
             }
             properties.append((index, value))
@@ -594,11 +594,24 @@ extension JSONLinesImporter {
         let attributeCount: Int
         let unique: Int?
         let propertyIndex: [String: Int]
+        let propertyNames: [String]
         let relationships: [RelationshipInfo]
         let initialValues: [Value]
 
+        /// The storage index of a property. A few names are compared in turn (small strings
+        /// compare in a few instructions, faster than hashing); many are hashed.
+        @inline(__always)
+        func index(of name: String) -> Int? {
+            if propertyNames.count <= 16 {
+                for i in propertyNames.indices where propertyNames[i] == name { return i }
+                return nil
+            }
+            return propertyIndex[name]
+        }
+
         init(_ entity: Entity, schema: Schema) {
             self.entity = entity
+            propertyNames = entity.propertyNames
             name = entity.name
             attributeCount = entity.attributes.count
             unique = entity.attributes.firstIndex(where: \.isUnique)

@@ -8,12 +8,8 @@ import Testing
 /// entity without a unique attribute (referred to by `Entity/N`).
 enum CommandFixtures {
     static let catalog: Schema = try! Schema("Catalog", version: 1, entities: [
-        Entity("Artist",
-               attributes: [Attribute("artistID", .int, unique: true),
-                            Attribute("name", .string, optional: true, indexed: true),
-                            Attribute("createdAt", .date, default: .date(Date(timeIntervalSince1970: 1_577_836_800)))],
-               relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)],
-               defaultSort: [SortKey("name")]),
+        // The songbook's artist; the albums and songs add limits, a required relationship and tags.
+        Fixtures.songbook.entity(named: "Artist")!,
         Entity("Album",
                attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string, maxLength: 40),
                             Attribute("rating", .double, optional: true, min: .double(0), max: .double(5)),
