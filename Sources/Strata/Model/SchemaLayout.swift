@@ -23,9 +23,13 @@ final class SchemaLayout: Sendable {
         /// Per property: for a relationship, the storage index of its inverse in the
         /// destination entity; -1 for attributes.
         let inverseIndexes: [Int]
+        /// Per attribute: what a value must be when the attribute has no limits (min, max,
+        /// lengths), so that the commit checks such values without reading the attribute;
+        /// `nil` for an attribute with limits.
+        let plainChecks: [(type: AttributeType, optional: Bool)?]
 
         init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int],
-             inverseIndexes: [Int]) {
+             inverseIndexes: [Int], plainChecks: [(type: AttributeType, optional: Bool)?]) {
             self.name = name
             self.attributeCount = attributeCount
             self.kinds = kinds
@@ -34,6 +38,7 @@ final class SchemaLayout: Sendable {
             self.orderedIndexAttributes = orderedIndexAttributes
             self.propertyCount = kinds.count
             self.inverseIndexes = inverseIndexes
+            self.plainChecks = plainChecks
         }
     }
 
@@ -69,6 +74,10 @@ final class SchemaLayout: Sendable {
                                 orderedIndexAttributes: entity.attributes.indices.filter { entity.attributes[$0].isIndexed || entity.attributes[$0].isUnique },
                                 inverseIndexes: entity.attributes.map { _ in -1 } + entity.relationships.map { r in
                                     indexes[r.destination].flatMap { entities[$0].propertyIndex(named: r.inverse) } ?? -1
+                                },
+                                plainChecks: entity.attributes.map { a in
+                                    a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
+                                        ? (a.type, a.isOptional) : nil
                                 })
         }
     }

@@ -287,6 +287,13 @@ struct CommitPlan {
         let values = next.tables[entity][id.number]!.values
         for index in keys {
             guard index >= layout.attributeCount else {
+                if let plain = layout.plainChecks[index] {
+                    if let type = values[index].attributeType {
+                        if type == plain.type { continue }
+                    } else if plain.optional && values[index].isNull {
+                        continue
+                    }
+                }
                 if let problem = AttributeCheck.problem(with: values[index], for: schema.entities[entity].attributes[index]) {
                     let name = layout.propertyNames[index]
                     let code: StoreError.Code = values[index].isNull ? .missingValue : .invalidValue
