@@ -12,6 +12,9 @@ enum ImportCommand {
             its unique attribute (or "Entity/N" where it has none); references to objects later
             in the input are resolved when they appear. A line whose unique key exists updates
             that object (only the keys given change). Inverse relationships are kept in step.
+            A line may carry "id": "Entity/N" (dump writes it): a new object keeps that number
+            when the store has not used it. Infinite and NaN doubles are the strings
+            "Infinity", "-Infinity" and "NaN".
 
             Without --batch-size the import is one transaction: all or nothing. With
             --batch-size N a transaction is committed every N lines; --progress json then

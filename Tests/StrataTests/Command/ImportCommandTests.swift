@@ -223,6 +223,29 @@ import Testing
         #expect(try await copy.generation().integrityProblems().isEmpty)
     }
 
+    @Test func infiniteDoublesRoundTripAsStrings() async throws {
+        let directory = TemporaryDirectory("strata-cli")
+        defer { directory.remove() }
+        let model = directory.appending("songbook.json")
+        try Fixtures.songbook.modelFileJSON.prettyText.write(toFile: model, atomically: true, encoding: .utf8)
+        let first = directory.appending("a.strata"), second = directory.appending("b.strata")
+        #expect(await runTool(["create", first, "--model", model]).status == 0)
+        #expect(await runTool(["create", second, "--model", model]).status == 0)
+        let file = directory.appending("albums.jsonl")
+        try """
+            {"entity": "Album", "values": {"albumID": 1, "title": "up", "rating": "Infinity"}}
+            {"entity": "Album", "values": {"albumID": 2, "title": "down", "rating": "-Infinity"}}
+            {"entity": "Album", "values": {"albumID": 3, "title": "lost", "rating": "NaN"}}
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(await runTool(["import", first, file]).status == 0)
+        let dump = await runTool(["dump", first])
+        #expect(dump.output.contains(#""rating":"Infinity""#) && dump.output.contains(#""rating":"-Infinity""#) && dump.output.contains(#""rating":"NaN""#))
+        let copy = directory.appending("dump.jsonl")
+        try dump.output.write(toFile: copy, atomically: true, encoding: .utf8)
+        #expect(await runTool(["import", second, copy]).status == 0)
+        #expect(await runTool(["dump", second]).output == dump.output)
+    }
+
     /// A catalog with every attribute type (unicode, escapes, fractional dates, data) and
     /// relationships given from both sides, forward and backward.
     static func generatedCatalog(seed: UInt64) -> [String] {
