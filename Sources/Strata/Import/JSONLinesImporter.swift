@@ -79,6 +79,10 @@ public struct JSONLinesImporter {
     /// References waiting for their destination, per destination entity.
     private var pending: [[Reference: [PendingReference]]]
     private var pendingCount = 0
+    /// For each relationship of an object that has had a reference wait: how often a line
+    /// has set it since. A waiting reference made before the latest setting is stale (a
+    /// later line replaced the value) and is dropped instead of linked.
+    private var settings: [SourceKey: Int] = [:]
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
     private var linesInBatch = 0
 
@@ -125,7 +129,7 @@ public struct JSONLinesImporter {
         }
         summary.lines = reader.lineNumber
         report(.read(lines: summary.lines, bytes: reader.bytesRead))
-        if let first = pending.flatMap({ $0.values.joined() }).min(by: { $0.line < $1.line }) {
+        if let first = standingReferences.min(by: { $0.line < $1.line }) {
             let source = schema.entities[first.source.entityIndex(in: schema)]
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
@@ -300,6 +304,10 @@ public struct JSONLinesImporter {
     // MARK: - Relationships
 
     private mutating func setRelationship(_ object: Int, _ index: Int, _ json: JSON, line: Int) throws(ImportError) {
+        // With no reference waiting, none can go stale: no need to count.
+        if pendingCount > 0, let count = settings[SourceKey(object: staged[object].id, property: index)] {
+            settings[SourceKey(object: staged[object].id, property: index)] = count + 1
+        }
         let e = info[staged[object].entity]
         let r = e.relationships[index - e.attributeCount]
         let name = "\(e.name).\(e.entity.propertyNames[index])"
@@ -368,17 +376,32 @@ public struct JSONLinesImporter {
     }
 
     private mutating func addPending(_ reference: Reference, destination: Int, source: ObjectID, property: Int, line: Int, order: [Reference]?) {
+        let key = SourceKey(object: source, property: property)
+        let setting = settings[key] ?? 0
+        settings[key] = setting
         pending[destination][reference, default: []].append(
-            PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, order: order))
+            PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, order: order,
+                             setting: setting))
         pendingCount += 1
+    }
+
+    /// Whether a waiting reference still stands (no later line set its relationship).
+    private func isCurrent(_ reference: PendingReference) -> Bool {
+        settings[SourceKey(object: reference.source, property: reference.property)] == reference.setting
+    }
+
+    /// The waiting references that still stand.
+    private var standingReferences: [PendingReference] {
+        pending.flatMap { $0.values.joined() }.filter(isCurrent)
     }
 
     /// Links the references that waited for a new object.
     private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) {
         guard pendingCount > 0, let waiting = pending[entity].removeValue(forKey: reference) else { return }
         pendingCount -= waiting.count
+        defer { if pendingCount == 0 { settings.removeAll() } }
         let targetID = staged[target].id
-        for reference in waiting {
+        for reference in waiting where isCurrent(reference) {
             let source = touch(reference.source)
             link(source, reference.property, targetID)
             if let order = reference.order { reorder(source, reference.property, by: order) }
@@ -484,7 +507,7 @@ public struct JSONLinesImporter {
                 let index = e.attributeCount + offset
                 guard object.values[index].referencedObjects.isEmpty else { continue }
                 if waiting == nil {
-                    waiting = Set(pending.flatMap { $0.values.joined().map(\.source) })
+                    waiting = Set(standingReferences.map(\.source))
                 }
                 if waiting!.contains(object.id) { return false }
                 throw ImportError(line: object.line, message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)")
@@ -565,6 +588,14 @@ extension JSONLinesImporter {
         var reference: Reference
         /// For a to-many relationship, the order the line gave.
         var order: [Reference]?
+        /// How often the relationship had been set when the reference was made.
+        var setting: Int
+    }
+
+    /// One relationship of one object.
+    struct SourceKey: Hashable {
+        var object: ObjectID
+        var property: Int
     }
 
     /// An object the current batch creates or changes.

@@ -47,6 +47,25 @@ import Testing
         #expect(generation.integrityProblems().isEmpty)
     }
 
+    @Test func aLaterLineReplacesAReferenceStillWaiting() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        try await catalog.load([
+            #"{"entity": "Artist", "values": {"artistID": 1}}"#,
+            #"{"entity": "Album", "values": {"albumID": 1, "title": "x", "artist": 5}}"#,
+            #"{"entity": "Album", "values": {"albumID": 1, "artist": 1}}"#,
+            #"{"entity": "Album", "values": {"albumID": 2, "title": "y", "artist": 9}}"#,
+            #"{"entity": "Album", "values": {"albumID": 2, "artist": null}}"#,
+            #"{"entity": "Artist", "values": {"artistID": 5}}"#,
+        ])
+        let generation = try await catalog.generation()
+        #expect(generation.object(of: "Album", uniqueValue: .int(1))?.values[4] == .object(ObjectID(entity: "Artist", number: 1)))
+        #expect(generation.object(of: "Artist", uniqueValue: .int(5))?.values[3] == .objects([]))
+        #expect(generation.object(of: "Album", uniqueValue: .int(2))?.values[4] == .null)
+        #expect(generation.integrityProblems().isEmpty)
+    }
+
     @Test func batchesReportDurableCommitsAsJSON() async throws {
         let catalog = CatalogStore()
         defer { catalog.remove() }
