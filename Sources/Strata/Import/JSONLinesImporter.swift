@@ -83,6 +83,8 @@ public struct JSONLinesImporter {
     /// has set it since. A waiting reference made before the latest setting is stale (a
     /// later line replaced the value) and is dropped instead of linked.
     private var settings: [SourceKey: Int] = [:]
+    /// The members of long to-many lists of the current batch (see `contains`).
+    private var members: [SourceKey: Set<ObjectID>] = [:]
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
     private var linesInBatch = 0
 
@@ -420,7 +422,7 @@ public struct JSONLinesImporter {
             if rank == nil, let u = destination.unique { rank = position[.key(staged[touch(id)].values[u])] }
             return (rank ?? order.count, offset, id)
         }
-        staged[object].values[index] = .objects(keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2))
+        staged[object].values[index] = .objects(keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2))  // same members
     }
 
     private mutating func setToOne(_ object: Int, _ index: Int, _ target: ObjectID?) {
@@ -438,6 +440,7 @@ public struct JSONLinesImporter {
         for target in targets { link(object, index, target) }
         // In the line's order (references still to come are added when their objects are).
         staged[object].values[index] = .objects(targets)
+        if !members.isEmpty { members.removeValue(forKey: SourceKey(object: staged[object].id, property: index)) }
     }
 
     /// Makes `object`'s relationship include `target`, and `target`'s inverse include `object`.
@@ -446,7 +449,7 @@ public struct JSONLinesImporter {
         let r = e.relationships[index - e.attributeCount]
         let id = staged[object].id
         if r.toMany {
-            guard !staged[object].values[index].referencedObjects.contains(target) else { return }
+            guard !contains(target, in: object, index) else { return }
             append(target, to: object, index)
         } else {
             if case .object(let old) = staged[object].values[index] {
@@ -457,7 +460,7 @@ public struct JSONLinesImporter {
         }
         let other = touch(target)
         if r.inverseToMany {
-            if !staged[other].values[r.inverse].referencedObjects.contains(id) { append(id, to: other, r.inverse) }
+            if !contains(id, in: other, r.inverse) { append(id, to: other, r.inverse) }
         } else {
             if case .object(let previous) = staged[other].values[r.inverse], previous != id {
                 remove(target, from: touch(previous), index)
@@ -479,6 +482,20 @@ public struct JSONLinesImporter {
         staged[object].values[index] = .null
         ids.append(id)
         staged[object].values[index] = .objects(ids)
+        if !members.isEmpty { members[SourceKey(object: staged[object].id, property: index)]?.insert(id) }
+    }
+
+    /// Whether a to-many list holds `id`: long lists keep a set of their members, so that
+    /// many objects joining one list (20,000 tracks of an album) do not scan it each time.
+    private mutating func contains(_ id: ObjectID, in object: Int, _ index: Int) -> Bool {
+        guard case .objects(let ids) = staged[object].values[index], ids.count > 32 else {
+            return staged[object].values[index].refers(to: id)
+        }
+        let key = SourceKey(object: staged[object].id, property: index)
+        if let set = members[key] { return set.contains(id) }
+        let set = Set(ids)
+        members[key] = set
+        return set.contains(id)
     }
 
     /// Takes `id` out of one side of a relationship.
@@ -490,6 +507,7 @@ public struct JSONLinesImporter {
                 staged[object].values[index] = .null
                 ids.remove(at: at)
                 staged[object].values[index] = .objects(ids)
+                if !members.isEmpty { members[SourceKey(object: staged[object].id, property: index)]?.remove(id) }
             }
         default: break
         }
@@ -558,6 +576,7 @@ public struct JSONLinesImporter {
         staged.removeAll(keepingCapacity: true)
         stagedIndex.removeAll(keepingCapacity: true)
         for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
+        members.removeAll()
         denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
         for entity in keyIndex.indices { keyIndex[entity].removeAll(keepingCapacity: true) }
     }

@@ -66,6 +66,34 @@ import Testing
         #expect(generation.integrityProblems().isEmpty)
     }
 
+    @Test func longListsStayConsistent() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        var lines = [#"{"entity": "Album", "values": {"albumID": 1, "title": "big"}}"#, #"{"entity": "Album", "values": {"albumID": 2, "title": "small"}}"#]
+        for n in 1...100 {
+            lines.append("{\"entity\": \"Song\", \"values\": {\"songID\": \"\(CommandFixtures.song(n))\", \"title\": \"s\", \"milliseconds\": 1, \"album\": 1}}")
+        }
+        for n in stride(from: 2, through: 100, by: 3) {  // moved to the small album, then some back
+            lines.append("{\"entity\": \"Song\", \"values\": {\"songID\": \"\(CommandFixtures.song(n))\", \"album\": 2}}")
+        }
+        lines.append("{\"entity\": \"Album\", \"values\": {\"albumID\": 1, \"songs\": [\"\(CommandFixtures.song(2))\", \"\(CommandFixtures.song(1))\", \"\(CommandFixtures.song(3))\"]}}")
+        let file = try catalog.file("long.jsonl", lines)
+        let result = await runTool(["import", catalog.path, file])
+        // Songs 4... left without an album by the last line break the required relationship.
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine.contains("Song.album: the relationship is required"), "\(result.errors)")
+        lines.removeLast()
+        lines.append(#"{"entity": "Album", "values": {"albumID": 3, "title": "more"}}"#)
+        let retry = await runTool(["import", catalog.path, try catalog.file("long2.jsonl", lines)])
+        #expect(retry.status == 0, "\(retry.errors)")
+        let generation = try await catalog.generation()
+        #expect(generation.integrityProblems().isEmpty)
+        let small = try #require(generation.object(of: "Album", uniqueValue: .int(2)))
+        #expect(small.values[5].referencedObjects.count == 33)
+        #expect(generation.object(of: "Album", uniqueValue: .int(1))?.values[5].referencedObjects.count == 67)
+    }
+
     @Test func batchesReportDurableCommitsAsJSON() async throws {
         let catalog = CatalogStore()
         defer { catalog.remove() }
