@@ -7,7 +7,23 @@ struct ScenarioOptions: Sendable {
     var saveEvery: Int?
     var runs = 3
     var seed: UInt64 = 1
-    var stacks: [String] = []
+    /// The stacks chosen with `--stacks` (`nil`: the scenario's own choice, usually all).
+    var stacks: [StackPreset]?
+}
+
+/// A line chart for the HTML report: one series per configuration.
+struct LineChart: Sendable {
+    struct Series: Sendable {
+        var name: String
+        var points: [(x: Double, y: Double)]
+    }
+
+    var title: String
+    var xLabel: String
+    var yLabel: String
+    var series: [Series]
+    /// A horizontal line worth drawing (a target or a frame), with its label.
+    var guide: (y: Double, label: String)?
 }
 
 /// One scenario's outcome: the rows of its table, its JSON results, and a one-line verdict.
@@ -22,6 +38,8 @@ struct ScenarioReport {
     var table: [[String]]
     /// One line a reader can act on: what was measured against what target.
     var verdict: String
+    /// Charts over time for the HTML report (the table's columns are charted as bars anyway).
+    var charts: [LineChart] = []
 
     var json: JSON {
         var pairs: [(key: String, value: JSON)] = [("scenario", .string(scenario)), ("objects", .int(Int64(objects)))]

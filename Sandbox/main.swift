@@ -1,13 +1,15 @@
 import Foundation
 import Strata
 
-// The sandbox: runs deterministic workloads through the library and reports what they
-// cost, as a table on stdout (progress on stderr) and, with --json, as JSON. The stack
-// scenarios (shootout and the rest) arrive with the context and stack layers; `sandbox
-// list` says which scenarios this build has.
+// The sandbox: runs deterministic workloads through every stack preset and reports what
+// they cost, as a table on stdout (progress on stderr), as JSON with --json and as an HTML
+// page with charts with --html. `sandbox list` names the scenarios and stacks.
 
-let scenarios: [any Scenario] = [DurabilityScenario(), ColdOpenScenario()]
-let planned = ["shootout", "editor-cancel", "edit-during-import", "concurrent-writers", "merge-scaling", "fanout"]
+let scenarios: [any Scenario] = [
+    ShootoutScenario(), EditorCancelScenario(), EditDuringImportScenario(), ConcurrentWritersScenario(), MergeScalingScenario(),
+    FanoutScenario(), DurabilityScenario(), ColdOpenScenario(),
+]
+let usage = "usage: sandbox [list | all | SCENARIO] [--stacks all|name,name] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE] [--html FILE]"
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("sandbox: \(message)\n".utf8))
@@ -43,20 +45,20 @@ enum SandboxMain {
 
         if arguments.first == "list" {
             for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
-            for name in planned { printLine("\(name.padding(toLength: 20, withPad: " ", startingAt: 0)) (not in this build yet)") }
-            printLine("stacks: none in this build yet (main-parent, nested, shared-coordinator, separate-coordinators, hybrid arrive with the stack layer)")
+            printLine("all                  every scenario above, one after another")
+            printLine("stacks: \(StackName.all.map(\.name).joined(separator: ", "))")
             exit(0)
         }
 
         var chosen: [any Scenario] = []
         var options = ScenarioOptions()
         var jsonPath: String?
-        var explicitObjects = false
+        var htmlPath: String?
         if let first = arguments.first, !first.hasPrefix("--") {
-            if let scenario = scenarios.first(where: { $0.name == first }) {
+            if first == "all" {
+                chosen = scenarios
+            } else if let scenario = scenarios.first(where: { $0.name == first }) {
                 chosen = [scenario]
-            } else if planned.contains(first) {
-                fail("scenario '\(first)' is not in this build yet; `sandbox list` shows what is")
             } else {
                 fail("unknown scenario '\(first)'; `sandbox list` shows the scenarios")
             }
@@ -75,32 +77,24 @@ enum SandboxMain {
         }
         while index < arguments.count {
             switch arguments[index] {
-            case "--objects": options.objects = integer(); explicitObjects = true
+            case "--objects": options.objects = integer()
             case "--save-every": options.saveEvery = integer()
             case "--runs": options.runs = integer()
             case "--seed": options.seed = UInt64(integer())
             case "--json": jsonPath = value()
             case "--stacks":
-                let stacks = value()
-                fail("--stacks \(stacks): no stack presets are in this build yet; the durability and cold-open scenarios use the store directly")
-            case "--html": fail("--html is not available in this build yet; use --json")
-            default: fail("unknown option \(arguments[index]); usage: sandbox [SCENARIO] [--objects N] [--save-every N] [--runs N] [--seed N] [--json FILE]")
+                switch StackName.parse(value()) {
+                case .success(let presets): options.stacks = presets
+                case .failure(let error): fail("--stacks: \(error)")
+                }
+            case "--html": htmlPath = value()
+            default: fail("unknown option \(arguments[index]); \(usage)")
             }
             index += 1
         }
 
-        // With no scenario named, run the default comparison at a size that finishes in about a minute.
-        var plan: [(any Scenario, ScenarioOptions)] = []
-        if chosen.isEmpty {
-            var small = options
-            small.objects = explicitObjects ? options.objects : nil
-            plan.append((DurabilityScenario(), small))
-            var open = options
-            open.objects = explicitObjects ? options.objects : 100_000
-            plan.append((ColdOpenScenario(), open))
-        } else {
-            plan = chosen.map { ($0, options) }
-        }
+        // With no scenario named: the shootout, the default comparison.
+        let plan: [(any Scenario, ScenarioOptions)] = (chosen.isEmpty ? [ShootoutScenario()] : chosen).map { ($0, options) }
 
         var reports: [ScenarioReport] = []
         for (scenario, scenarioOptions) in plan {
@@ -120,6 +114,13 @@ enum SandboxMain {
                 try json.prettyText.write(toFile: jsonPath, atomically: true, encoding: .utf8)
             } catch {
                 fail("cannot write \(jsonPath): \(error)", status: 1)
+            }
+        }
+        if let htmlPath {
+            do {
+                try HTMLReport(reports).text.write(toFile: htmlPath, atomically: true, encoding: .utf8)
+            } catch {
+                fail("cannot write \(htmlPath): \(error)", status: 1)
             }
         }
     }

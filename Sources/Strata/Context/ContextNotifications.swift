@@ -127,6 +127,8 @@ public struct ContextEvent: Sendable, Hashable {
         /// Processing pending changes at the end of a turn (publishing them to children,
         /// posting objects-did-change).
         case processPendingChanges
+        /// Bringing the context's live results (``FetchedResults``) up to date after a change.
+        case updateResults
     }
 
     /// The context's name.

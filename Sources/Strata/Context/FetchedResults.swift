@@ -113,11 +113,11 @@ public final class FetchedResults<Object: ManagedObject> {
     }
 
     /// Called by the context after each turn of work that changed something.
-    func contextDidChange(_ change: ObjectsDidChange) {
+    func contextDidChange(_ change: ResultsChange) {
         guard !isSuspended else { return }
-        let touches = change.invalidatedAll || searchTouches(change)
+        let touches = change.notification.invalidatedAll || searchTouches(change.notification)
         guard touches else { return }
-        refresh(reportingDiff: true, updated: Set(change.updated.keys).union(change.refreshed).union(change.merged))
+        refresh(reportingDiff: true, updated: change.changedObjects)
     }
 
     private func searchTouches(_ change: ObjectsDidChange) -> Bool {
@@ -181,15 +181,28 @@ extension ObjectGraph {
         resultsObservers.append(WeakResults(results))
     }
 
-    func notifyResultsObservers(_ change: ObjectsDidChange) {
+    /// Brings every live result set up to date; returns how many there are.
+    func notifyResultsObservers(_ notification: ObjectsDidChange) -> Int {
         resultsObservers.removeAll { $0.notify == nil }
+        guard !resultsObservers.isEmpty else { return 0 }
+        let change = ResultsChange(notification)
         for observer in resultsObservers { observer.notify?(change) }
+        return resultsObservers.count
     }
+}
+
+/// One change as the live result sets of a context see it: the objects whose values may
+/// have changed are collected once, for all of them.
+final class ResultsChange {
+    let notification: ObjectsDidChange
+    private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed).union(notification.merged)
+
+    init(_ notification: ObjectsDidChange) { self.notification = notification }
 }
 
 /// A results controller held weakly by its context.
 final class WeakResults {
-    private(set) var notify: ((ObjectsDidChange) -> Void)?
+    private(set) var notify: ((ResultsChange) -> Void)?
 
     init<T: ManagedObject>(_ results: FetchedResults<T>) {
         notify = { [weak results, weak self] change in

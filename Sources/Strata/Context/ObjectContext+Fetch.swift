@@ -110,9 +110,17 @@ extension ObjectGraph {
             guard let values, bound.matches(values, reader: reader) else { return }
             rows.append((number, values))
         }
-        view.generation.forEachCandidate(bound) { number, values in
-            if changed.contains(number) { return }
-            consider(number, values)
+        if ordered, bound.predicate?.readsOwnAttributesOnly ?? true,
+            let walked = view.generation.orderedByIndex(bound, skipping: changed, windowed: false)
+        {
+            // A sorted fetch with a limit: the first rows of the index that this context has
+            // not changed (their verdict is the store's), plus every changed row that matches.
+            rows = walked
+        } else {
+            view.generation.forEachCandidate(bound) { number, values in
+                if changed.contains(number) { return }
+                consider(number, values)
+            }
         }
         for number in changed { consider(number, reader.values(of: ObjectID(entity: entityName, number: number))) }
         return (bound, ordered ? bound.order(rows, reader: reader) : bound.window(rows))

@@ -130,7 +130,7 @@ public actor ObjectContext {
             link.published.withLock { $0 = layer }
         }
         if !notification.isEmpty {
-            graph.notifyResultsObservers(notification)
+            _ = link.measure(.updateResults, objects: { $0 }) { graph.notifyResultsObservers(notification) }
             changes.yield(notification)
         }
     }
@@ -260,8 +260,10 @@ public actor ObjectContext {
     /// Objects-did-change notifications of this context from now on.
     public nonisolated func objectsDidChange() -> AsyncStream<ObjectsDidChange> { changes.subscribe() }
 
-    /// The conflicts found by every merge from now on (keys both this context and the
-    /// merged save changed), after ``mergePolicy`` resolved them.
+    /// The conflicts found from now on by every merge into this context (keys both this
+    /// context and the merged save changed) and by every save of it (keys changed in the
+    /// parent or the store since this context read them), after ``mergePolicy`` resolved
+    /// them. A save under ``MergePolicy/error`` throws its conflicts instead.
     public nonisolated func mergeConflicts() -> AsyncStream<[Conflict]> { conflicts.subscribe() }
 
     // MARK: - Query generations
@@ -303,25 +305,30 @@ extension ObjectContext {
     /// - Throws: ``StoreError``: `missingValue`, `invalidValue`, `validationFailed`,
     ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key;
     ///   `conflict` with every conflicting key under ``MergePolicy/error``; the store's errors.
-    public func save() async throws(StoreError) {
+    /// - Returns: the store transaction the save committed, or `nil` for a save into a parent
+    ///   context or when there was nothing to save.
+    @discardableResult
+    public func save() async throws(StoreError) -> UInt64? {
         await acquireSaveTurn()
         defer { releaseSaveTurn() }
         processPendingChanges()
-        guard graph.hasChanges else { return }
+        guard graph.hasChanges else { return nil }
         let capture = try link.measure(.save, objects: { $0.objectCount }) { () throws(StoreError) -> SaveCapture in
             try graph.validateForSave()
             return graph.captureSave()
         }
         let origin = ObjectIdentifier(self)
         let didSave: DidSave
+        var resolved: [Conflict] = []
         if let parentContext {
-            try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: mergePolicy))
+            resolved = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: mergePolicy))
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: nil)
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
             }
         } else {
             let result = try await link.coordinator.commit(capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin))
+            resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)
                 if var save = result.notification.map(DidSave.init) {
@@ -333,18 +340,22 @@ extension ObjectContext {
             advancePin(to: result.generation)
         }
         processPendingChanges()
+        if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)
         link.changes.yield(didSave)
+        return didSave.transaction
     }
 
-    /// Applies a child's save as this context's pending changes.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) {
-        let didSave = try link.measure(.applyChildSave, objects: { $0.inserted.count + $0.updated.count + $0.deleted.count }) {
-            () throws(StoreError) -> DidSave in
+    /// Applies a child's save as this context's pending changes; returns the conflicts the
+    /// child's merge policy resolved.
+    func applyChildSave(_ save: ChildSave) throws(StoreError) -> [Conflict] {
+        let (didSave, resolved) = try link.measure(.applyChildSave, objects: { $0.didSave.inserted.count + $0.didSave.updated.count + $0.didSave.deleted.count }) {
+            () throws(StoreError) -> (didSave: DidSave, resolved: [Conflict]) in
             try graph.applyChildSave(save)
         }
         processPendingChanges()
         link.changes.yield(didSave)
+        return resolved
     }
 
     private func acquireSaveTurn() async {

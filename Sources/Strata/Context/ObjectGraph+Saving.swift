@@ -213,7 +213,7 @@ extension ObjectGraph {
 
     /// Applies a child context's save as pending changes of this context. Checks
     /// everything first: a refused save changes nothing.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> DidSave {
+    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (didSave: DidSave, resolved: [Conflict]) {
         for row in save.inserted where registered[row.id] != nil {
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
@@ -227,7 +227,7 @@ extension ObjectGraph {
             }
             updatedObjects.append(object)
         }
-        let updates = try resolveConflicts(of: save, against: updatedObjects)
+        let (updates, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: save.deleted)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
@@ -264,13 +264,15 @@ extension ObjectGraph {
         var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
                               deleted: save.deleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
-        return didSave
+        return (didSave, resolved)
     }
 
     /// The child's updates as they apply here: keys this context changed since the child
     /// read them are conflicts, resolved by the child's merge policy; to-many lists merge
     /// element by element (their additions and removals, then the child's).
-    private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject]) throws(StoreError) -> [(object: ManagedObject, update: RowUpdate)] {
+    private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject]) throws(StoreError)
+        -> (updates: [(object: ManagedObject, update: RowUpdate)], resolved: [Conflict])
+    {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         for (object, update) in zip(objects, save.updated) {
@@ -309,7 +311,7 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return result
+        return (result, conflicts)
     }
 
     private func checkUniques(inserted: [RowImage], updated: [RowUpdate], deleted: [ObjectID]) throws(StoreError) {

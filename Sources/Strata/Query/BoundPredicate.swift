@@ -144,6 +144,23 @@ struct BoundPredicate: @unchecked Sendable {
         root = try Self.bind(predicate, entity: entity, schema: schema)
     }
 
+    /// Whether the predicate reads only the object's own attributes (no key path follows a
+    /// relationship), so that a row's verdict depends on that row alone.
+    var readsOwnAttributesOnly: Bool {
+        func own(_ node: Node) -> Bool {
+            switch node {
+            case .constant: true
+            case .and(let nodes), .or(let nodes): nodes.allSatisfy(own)
+            case .not(let inner): own(inner)
+            case .comparison(let comparison):
+                [comparison.left, comparison.right].allSatisfy { side in
+                    if case .key(let path) = side { path.steps.count == 1 } else { true }
+                }
+            }
+        }
+        return own(root)
+    }
+
     private static func bind(_ predicate: ObjectPredicate, entity: Int, schema: Schema) throws(StoreError) -> Node {
         switch predicate {
         case .constant(let value): return .constant(value)

@@ -130,7 +130,12 @@ extension Generation {
     /// For a sorted request with a limit whose first sort key has an index and whose
     /// conditions none can use: walks the index in order and stops once the window is full
     /// (finishing the last group of equal first keys, which later keys order).
-    func orderedByIndex(_ bound: BoundRequest) -> [(number: UInt64, values: [Value])]? {
+    /// - Parameters:
+    ///   - skipping: object numbers to pass over (rows a context has changed, which it
+    ///     considers itself).
+    ///   - windowed: `false` returns the rows walked, unordered by later keys and unwindowed,
+    ///     for a caller that adds rows of its own before ordering.
+    func orderedByIndex(_ bound: BoundRequest, skipping: Set<UInt64> = [], windowed: Bool = true) -> [(number: UInt64, values: [Value])]? {
         guard let limit = bound.limit, let first = bound.sort.first, first.path.steps.count == 1, !first.path.isCount,
             case .attribute = first.path.steps[0].kind,
             hasOrderedIndex(entity: bound.entity, attribute: first.path.steps[0].index),
@@ -142,11 +147,11 @@ extension Generation {
         var lastKey: Value?
         index.forEach(descending: !first.ascending) { number, key in
             if rows.count >= needed, let lastKey, SortedIndex.compare(key, lastKey) != .orderedSame { return false }
-            guard let row = tables[bound.entity][number], bound.matches(row.values, reader: self) else { return true }
+            guard !skipping.contains(number), let row = tables[bound.entity][number], bound.matches(row.values, reader: self) else { return true }
             rows.append((number, row.values))
             lastKey = key
             return true
         }
-        return bound.order(rows, reader: self)
+        return windowed ? bound.order(rows, reader: self) : rows
     }
 }

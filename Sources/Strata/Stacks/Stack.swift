@@ -55,7 +55,8 @@ public final class Stack: Sendable {
 
     /// What became of one asynchronous writer save.
     public struct WriterSaveOutcome: Sendable {
-        /// The store transaction, when the save succeeded (`nil` if there was nothing to write).
+        /// The store transaction the writer committed (`nil` if an earlier writer save had
+        /// already written these changes, or it failed).
         public var transaction: UInt64?
         /// The failure, when it failed (the changes stay pending in the writer).
         public var error: StoreError?
@@ -147,8 +148,8 @@ public final class Stack: Sendable {
                 try await viewContext.save()  // into the writer
                 Task { [writes] in
                     do throws(StoreError) {
-                        try await writerContext.save()
-                        writes.yield(WriterSaveOutcome(transaction: writerContext.coordinator.currentGeneration.transaction, error: nil))
+                        let transaction = try await writerContext.save()
+                        writes.yield(WriterSaveOutcome(transaction: transaction, error: nil))
                     } catch {
                         writes.yield(WriterSaveOutcome(transaction: nil, error: error))
                     }
@@ -158,6 +159,20 @@ public final class Stack: Sendable {
             try await next.save()
             current = next.parentContext
         }
+    }
+
+    /// Whether ``save(_:)`` of this context returns before its changes are durable: when
+    /// they pass through the view context on their way to the store under
+    /// ``StackPreset/nested`` and ``StackPreset/hybrid`` (then ``writerSaves()`` reports the
+    /// writer's save).
+    public func savesAsynchronously(_ context: ObjectContext) -> Bool {
+        guard writerContext != nil else { return false }
+        var current: ObjectContext? = context
+        while let next = current {
+            if next === viewContext { return true }
+            current = next.parentContext
+        }
+        return false
     }
 
     /// The outcome of every asynchronous writer save from now on (``StackPreset/nested``,

@@ -23,6 +23,10 @@ public struct Generation: Sendable {
     /// it — replay and cold opens stay as fast as without indexes. Each box belongs to one
     /// generation (see ``detachIndexes()``); its lock guards the one-time build.
     private(set) var sortedIndexes: [[Int: Locked<SortedIndex?>]]
+    /// The ordered indexes readers have used, shared by every generation of a store: once
+    /// one is built, each commit builds it for its generation if its base had none, so that
+    /// a reader of a store under steady commits does not rebuild it for every generation.
+    private let indexDemand = IndexDemand()
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
@@ -150,7 +154,16 @@ public struct Generation: Sendable {
     /// Gives this generation its own index boxes (copies of the built indexes, sharing their
     /// leaves), so that changing them leaves every earlier generation's alone.
     mutating func detachIndexes() {
-        sortedIndexes = sortedIndexes.map { boxes in boxes.mapValues { box in Locked(box.withLock { $0 }) } }
+        let demand = indexDemand.current
+        sortedIndexes = sortedIndexes.enumerated().map { entity, boxes in
+            Dictionary(uniqueKeysWithValues: boxes.map { attribute, box in
+                var index = box.withLock { $0 }
+                if index == nil, demand.contains(IndexDemand.key(entity: entity, attribute: attribute)) {
+                    index = buildOrderedIndex(entity: entity, attribute: attribute)
+                }
+                return (attribute, Locked(index))
+            })
+        }
     }
 
     /// The ordered index of an attribute, built now if this generation has none yet.
@@ -158,13 +171,18 @@ public struct Generation: Sendable {
         guard let box = sortedIndexes[entity][attribute] else { return nil }
         return box.withLock { index in
             if let index { return index }
-            var entries: [SortedIndex.Entry] = []
-            entries.reserveCapacity(tables[entity].count)
-            tables[entity].forEach { number, row in entries.append(SortedIndex.Entry(value: row.values[attribute], number: number)) }
-            let built = SortedIndex(bulk: entries)
+            let built = buildOrderedIndex(entity: entity, attribute: attribute)
             index = built
+            indexDemand.insert(entity: entity, attribute: attribute)
             return built
         }
+    }
+
+    private func buildOrderedIndex(entity: Int, attribute: Int) -> SortedIndex {
+        var entries: [SortedIndex.Entry] = []
+        entries.reserveCapacity(tables[entity].count)
+        tables[entity].forEach { number, row in entries.append(SortedIndex.Entry(value: row.values[attribute], number: number)) }
+        return SortedIndex(bulk: entries)
     }
 
     /// Whether an attribute has an ordered index (built or not).
@@ -239,4 +257,17 @@ extension Generation: JournalReplayTarget, CheckpointSource {
             try tables[i].forEach { number, row in try body(RowImage(id: ObjectID(entity: name, number: number), values: row.values)) }
         }
     }
+}
+
+/// The ordered indexes that readers of a store have asked for (see `Generation`).
+final class IndexDemand: Sendable {
+    private let wanted = Locked<Set<Int>>([])
+
+    static func key(entity: Int, attribute: Int) -> Int { entity << 32 | attribute }
+
+    func insert(entity: Int, attribute: Int) {
+        wanted.withLock { _ = $0.insert(Self.key(entity: entity, attribute: attribute)) }
+    }
+
+    var current: Set<Int> { wanted.withLock { $0 } }
 }

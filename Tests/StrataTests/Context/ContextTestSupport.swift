@@ -131,3 +131,20 @@ func waitUntil(
     if !held { Issue.record("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation) }
     return held
 }
+
+/// The first element of a stream, or `nil` if none arrives within `timeout`.
+func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, timeout: Duration) async -> Element? {
+    await withTaskGroup(of: Element?.self) { group in
+        group.addTask {
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first
+    }
+}

@@ -19,13 +19,7 @@ import Testing
         func saveDurably(_ context: ObjectContext) async throws {
             let outcomes = stack.writerSaves()
             try await stack.save(context)
-            var path: ObjectContext? = context
-            var throughView = false
-            while let next = path {
-                throughView = throughView || next === stack.viewContext
-                path = next.parentContext
-            }
-            guard stack.writerContext != nil, throughView else { return }
+            guard stack.savesAsynchronously(context) else { return }
             var iterator = outcomes.makeAsyncIterator()
             if let error = await iterator.next()?.error { throw error }
         }
@@ -106,6 +100,29 @@ import Testing
         #expect(reported?.first?.object == o.a1)
         let kept = await editor.perform { c in c.object(with: o.a1, as: Artist.self).name }
         #expect(kept == "editor's", "the editor's own change is kept until its policy says otherwise")
+        await f.close()
+    }
+
+    @Test("a save resolves conflicts by the saving context's policy and reports them", arguments: StackPreset.allCases)
+    func saveReportsResolvedConflicts(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let o = try await seedSongbook(f.store)
+        let editor = await f.stack.newEditorContext()
+        let conflicts = editor.mergeConflicts()
+        await editor.perform { c in
+            c.automaticallyMergesChanges = false
+            c.mergePolicy = .contextWins
+            c.object(with: o.a1, as: Artist.self).name = "editor's"
+        }
+        let importer = f.stack.newImportContext()
+        await importer.perform { c in c.object(with: o.a1, as: Artist.self).name = "import's" }
+        try await f.saveDurably(importer)
+        try await f.saveDurably(editor)
+        let reported = await firstElement(of: conflicts, timeout: .seconds(10))
+        #expect(reported?.map(\.key) == ["name"], "\(preset)")
+        #expect(reported?.first?.ours == .string("editor's"), "\(preset)")
+        #expect(reported?.first?.theirs == .string("import's"), "\(preset)")
+        #expect(f.store.currentGeneration.value(o.a1, "name") == .string("editor's"), "\(preset): the editor's policy keeps its change")
         await f.close()
     }
 }

@@ -1,0 +1,118 @@
+import Foundation
+
+/// One self-contained HTML page of scenario reports: for each, its verdict, its table, a
+/// line chart per time series and a bar chart per numeric column. Inline SVG and CSS only,
+/// no scripts or external assets.
+struct HTMLReport {
+    let reports: [ScenarioReport]
+
+    init(_ reports: [ScenarioReport]) { self.reports = reports }
+
+    static let palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f"]
+
+    var text: String {
+        var html = """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8"><title>Strata sandbox</title>
+        <style>
+        body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
+        h1 { font-size: 1.6em; } h2 { margin-top: 2.2em; border-bottom: 1px solid #ddd; }
+        .verdict { background: #f4f6f8; border-left: 4px solid #4e79a7; padding: .6em 1em; }
+        table { border-collapse: collapse; font-size: 12px; margin: 1em 0; }
+        th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
+        th:first-child, td:first-child { text-align: left; }
+        .bars { display: flex; flex-wrap: wrap; gap: 12px; }
+        svg text { font: 11px sans-serif; fill: #333; }
+        </style></head><body>
+        <h1>Strata sandbox</h1>
+        <p>\(escape(machine))</p>
+
+        """
+        for report in reports {
+            html += "<h2>\(escape(report.scenario))</h2>\n"
+            html += "<p>\(report.objects) objects\(report.saveEvery.map { ", a save every \($0)" } ?? ""), medians of \(report.runs) run(s)</p>\n"
+            html += "<p class=\"verdict\">\(escape(report.verdict))</p>\n"
+            for chart in report.charts { html += lineChart(chart) }
+            html += table(report.table)
+            html += "<div class=\"bars\">\n"
+            for column in numericColumns(report.table) { html += barChart(report.table, column: column) }
+            html += "</div>\n"
+        }
+        return html + "</body></html>\n"
+    }
+
+    private var machine: String {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let memory = Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)
+        return "Run on \(ProcessInfo.processInfo.hostName): \(cores) cores, \(String(format: "%.0f", memory)) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)."
+    }
+
+    private func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    private func table(_ rows: [[String]]) -> String {
+        guard let header = rows.first else { return "" }
+        var html = "<table><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr>\n"
+        for row in rows.dropFirst() { html += "<tr>" + row.map { "<td>\(escape($0))</td>" }.joined() + "</tr>\n" }
+        return html + "</table>\n"
+    }
+
+    /// Columns (after the first) whose cells are all numbers, in at least two rows.
+    private func numericColumns(_ rows: [[String]]) -> [Int] {
+        guard let header = rows.first, rows.count > 2 else { return [] }
+        return (1..<header.count).filter { column in
+            rows.dropFirst().allSatisfy { column < $0.count && Double($0[column]) != nil }
+        }
+    }
+
+    private func barChart(_ rows: [[String]], column: Int) -> String {
+        let labels = rows.dropFirst().map { $0[0] + ($0.count > 1 && Double($0[1]) == nil ? " " + $0[1] : "") }
+        let values = rows.dropFirst().map { Double($0[column]) ?? 0 }
+        let top = max(values.max() ?? 0, 1e-12)
+        let barHeight = 16.0, labelWidth = 150.0, width = 340.0
+        let height = Double(values.count) * (barHeight + 4) + 28
+        var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\"><text x=\"0\" y=\"13\" font-weight=\"bold\">\(escape(rows[0][column]))</text>\n"
+        for (index, value) in values.enumerated() {
+            let y = 22 + Double(index) * (barHeight + 4)
+            let length = (width - labelWidth - 60) * value / top
+            svg += "<text x=\"0\" y=\"\(y + 12)\">\(escape(String(labels[index].prefix(24))))</text>"
+            svg += "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(max(length, 0.5))\" height=\"\(barHeight)\" fill=\"\(Self.palette[index % Self.palette.count])\"/>"
+            svg += "<text x=\"\(labelWidth + length + 4)\" y=\"\(y + 12)\">\(escape(rows[index + 1][column]))</text>\n"
+        }
+        return svg + "</svg>\n"
+    }
+
+    private func lineChart(_ chart: LineChart) -> String {
+        let width = 1000.0, height = 320.0, left = 56.0, right = 170.0, top = 24.0, bottom = 40.0
+        let points = chart.series.flatMap(\.points)
+        let maxX = max(points.map(\.x).max() ?? 1, 1e-9)
+        let maxY = max(points.map(\.y).max() ?? 1, chart.guide?.y ?? 0, 1e-9) * 1.05
+        func px(_ x: Double) -> Double { left + (width - left - right) * x / maxX }
+        func py(_ y: Double) -> Double { top + (height - top - bottom) * (1 - y / maxY) }
+        var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\">"
+        svg += "<text x=\"\(left)\" y=\"14\" font-weight=\"bold\">\(escape(chart.title))</text>\n"
+        svg += "<line x1=\"\(left)\" y1=\"\(py(0))\" x2=\"\(width - right)\" y2=\"\(py(0))\" stroke=\"#999\"/>"
+        svg += "<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(py(0))\" stroke=\"#999\"/>\n"
+        for step in 0...4 {
+            let y = maxY * Double(step) / 4, x = maxX * Double(step) / 4
+            svg += "<text x=\"\(left - 6)\" y=\"\(py(y) + 4)\" text-anchor=\"end\">\(format(y))</text>"
+            svg += "<text x=\"\(px(x))\" y=\"\(py(0) + 16)\" text-anchor=\"middle\">\(format(x))</text>\n"
+        }
+        svg += "<text x=\"\((left + width - right) / 2)\" y=\"\(height - 6)\" text-anchor=\"middle\">\(escape(chart.xLabel))</text>"
+        svg += "<text transform=\"translate(14 \((top + height - bottom) / 2)) rotate(-90)\" text-anchor=\"middle\">\(escape(chart.yLabel))</text>\n"
+        if let guide = chart.guide {
+            svg += "<line x1=\"\(left)\" y1=\"\(py(guide.y))\" x2=\"\(width - right)\" y2=\"\(py(guide.y))\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>"
+            svg += "<text x=\"\(width - right + 4)\" y=\"\(py(guide.y) + 4)\" fill=\"#c00\">\(escape(guide.label))</text>\n"
+        }
+        for (index, series) in chart.series.enumerated() {
+            let colour = Self.palette[index % Self.palette.count]
+            let path = series.points.map { String(format: "%.1f,%.1f", px($0.x), py($0.y)) }.joined(separator: " ")
+            svg += "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"1.3\" points=\"\(path)\"/>\n"
+            svg += "<rect x=\"\(width - right + 4)\" y=\"\(top + 24 + Double(index) * 18)\" width=\"10\" height=\"10\" fill=\"\(colour)\"/>"
+            svg += "<text x=\"\(width - right + 18)\" y=\"\(top + 33 + Double(index) * 18)\">\(escape(series.name))</text>\n"
+        }
+        return svg + "</svg>\n"
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Strata
+
+/// Several background contexts increment shared counters and retitle overlapping songs at
+/// once, retrying when a save reports a conflict: throughput, conflicts, and proof that no
+/// increment was lost.
+struct ConcurrentWritersScenario: Scenario {
+    let name = "concurrent-writers"
+    let summary = "4 background contexts increment shared counters and edit overlapping objects: no lost updates, conflicts retried, saves/s"
+
+    static let writers = 4, counters = 8, shared = 32
+
+    func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
+        let presets = options.stacks ?? StackName.all.map(\.preset)
+        let saves = options.objects ?? 400
+        let rounds = max(1, saves / Self.writers)
+        var results: [JSON] = []
+        var table: [[String]] = [["stack", "writers", "saves", "saves/s", "conflicts retried", "lost updates"]]
+        var lostTotal = 0
+        for preset in presets {
+            progress("concurrent-writers: \(StackName.name(of: preset)), \(Self.writers) writers × \(rounds) saves × \(options.runs) runs")
+            var rates: [Double] = [], conflicts: [Double] = [], lost = 0
+            for run in 0..<options.runs {
+                let bench = try StackBench(preset, label: "concurrent-writers")
+                do {
+                    try await bench.populate(objects: 1_500, seed: options.seed)
+                    let outcome = try await Self.measure(bench, rounds: rounds, seed: options.seed &+ UInt64(run))
+                    rates.append(outcome.rate)
+                    conflicts.append(Double(outcome.conflicts))
+                    lost = max(lost, outcome.lost)
+                    await bench.close()
+                } catch {
+                    await bench.close()
+                    throw error
+                }
+            }
+            lostTotal += lost
+            let name = StackName.name(of: preset)
+            table.append([name, String(Self.writers), String(rounds * Self.writers), format(Measure.median(rates)), String(Int(Measure.median(conflicts))), String(lost)])
+            results.append(.object([
+                ("stack", .string(name)), ("writers", .int(Int64(Self.writers))), ("saves", .int(Int64(rounds * Self.writers))),
+                ("savesPerSecond", number(Measure.median(rates), decimals: 1)), ("conflictsRetried", .int(Int64(Measure.median(conflicts)))),
+                ("lostUpdates", .int(Int64(lost))), ("mergePolicy", .string("error, then retry")),
+            ]))
+        }
+        let verdict = "every increment of \(Self.writers) concurrent writers is in the store, conflicts reported and retried: \(lostTotal == 0 ? "holds" : "MISSED (\(lostTotal) lost)")"
+        return ScenarioReport(scenario: name, objects: saves, saveEvery: 1, runs: options.runs, results: results, table: table, verdict: verdict)
+    }
+
+    static func measure(_ bench: StackBench, rounds: Int, seed: UInt64) async throws -> (rate: Double, conflicts: Int, lost: Int) {
+        let stack = bench.stack
+        await stack.start()
+        let before = try counterTotal(bench.store)
+        let conflicts = Collector<Int>()
+        let started = Measure.now()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    let context = stack.newBackgroundContext(name: "writer-\(writer)")
+                    var rng = SplitMix64(seed: seed &+ UInt64(writer) &* 7919)
+                    for round in 0..<rounds {
+                        let counter = 1 + Int(rng.next() % UInt64(counters))
+                        let other = counters + 1 + Int(rng.next() % UInt64(shared))
+                        while true {
+                            try await context.perform { context in
+                                context.reset()
+                                for song in try StackBench.songs(counter...counter, in: context) { song.milliseconds += 1 }
+                                for song in try StackBench.songs(other...other, in: context) { song.title = "writer \(writer) round \(round)" }
+                            }
+                            let saved: Result<Void, StoreError>
+                            do throws(StoreError) {
+                                try await stack.save(context)
+                                saved = .success(())
+                            } catch {
+                                saved = .failure(error)
+                            }
+                            switch saved {
+                            case .success: break
+                            case .failure(let error) where error.code == .conflict:
+                                conflicts.append(1)  // someone else changed it first: read again and retry
+                                continue
+                            case .failure(let error): throw error
+                            }
+                            break
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        if let writer = stack.writerContext { try await writer.save() }
+        let elapsed = Double(Measure.now() - started) / 1e9
+        let after = try counterTotal(bench.store)
+        let expected = writers * rounds
+        return (Double(expected) / elapsed, conflicts.count, abs(expected - (after - before)))
+    }
+
+    /// The sum of the counters (the songs' lengths) in the store.
+    static func counterTotal(_ store: Store) throws -> Int {
+        let songs = try store.currentGeneration.fetch(FetchRequest(entity: "Song", predicate: .written("songID <= \(counters)")))
+        let index = Workload.schema.entities.first { $0.name == "Song" }!.attributes.firstIndex { $0.name == "milliseconds" }!
+        return songs.reduce(0) { total, song in if case .int(let value) = song.values[index] { total + Int(value) } else { total } }
+    }
+}

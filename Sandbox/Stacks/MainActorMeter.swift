@@ -1,0 +1,55 @@
+import Foundation
+import Strata
+import Synchronization
+
+/// Sums the library work the main actor does, from the contexts' instrumentation: every
+/// save, merge, fetch, child-save application and change processing that ran on the main
+/// executor while the meter was recording.
+final class MainActorMeter: Sendable {
+    struct Totals: Sendable {
+        var busy: Duration = .zero
+        var longest: Duration = .zero
+        var longestOperation = ""
+        var operations = 0
+        var byOperation: [ContextEvent.Operation: Duration] = [:]
+    }
+
+    private let state = Mutex<(recording: Bool, totals: Totals)>((false, Totals()))
+
+    /// The observer to give the stack.
+    var observer: ContextObserver {
+        { [self] event in
+            guard event.executor == .main else { return }
+            self.state.withLock { state in
+                guard state.recording else { return }
+                state.totals.busy += event.duration
+                state.totals.operations += 1
+                state.totals.byOperation[event.operation, default: .zero] += event.duration
+                if event.duration > state.totals.longest {
+                    state.totals.longest = event.duration
+                    state.totals.longestOperation = "\(event.operation) of \(event.objectCount) objects in \(event.context)"
+                }
+            }
+        }
+    }
+
+    func start() { state.withLock { $0 = (true, Totals()) } }
+
+    func stop() -> Totals {
+        state.withLock { state in
+            state.recording = false
+            return state.totals
+        }
+    }
+
+    func read() -> Totals { state.withLock { $0.totals } }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+
+    var milliseconds: Double { seconds * 1000 }
+}

@@ -1,0 +1,231 @@
+import Foundation
+import Strata
+import Synchronization
+
+/// Kugler's shootout: the same import through every stack while the simulated UI ticks on
+/// the main actor; what each stack costs the main actor and how fast data gets in and
+/// becomes visible.
+struct ShootoutScenario: Scenario {
+    let name = "shootout"
+    let summary = "an import through every stack while the UI ticks at 60 Hz: import time, main-actor busy time, tick lateness, dropped frames, visible-after, durable-after, memory"
+
+    /// One run of one stack.
+    struct Run: Sendable {
+        var importSeconds: Double
+        var busySeconds: Double
+        var longestMs: Double
+        var longestOperation: String
+        var lateness: [Double]
+        var latenessSeries: [(x: Double, y: Double)]
+        var visibleAfter: [Double]
+        var durableAfter: [Double]
+        var peakMegabytes: Double
+        var busyByOperation: [ContextEvent.Operation: Double]
+    }
+
+    func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
+        let objects = options.objects ?? 15_000
+        let saveEvery = options.saveEvery ?? 500
+        let presets = options.stacks ?? StackName.all.map(\.preset)
+        let feed = SongbookImport(objects: objects, saveEvery: saveEvery, seed: options.seed)
+        var results: [JSON] = []
+        var table: [[String]] = [[
+            "stack", "import s", "main busy ms", "busy %", "longest main op ms", "late p50 ms", "late p99 ms", "late max ms",
+            "dropped", "stalls>100ms", "visible p50 ms", "visible max ms", "durable p50 ms", "durable max ms", "peak MB",
+        ]]
+        var series: [LineChart.Series] = []
+        var summaries: [StackPreset: Summary] = [:]
+        for preset in presets {
+            var runs: [Run] = []
+            for run in 0..<options.runs {
+                progress("shootout: \(StackName.name(of: preset)), run \(run + 1) of \(options.runs), \(feed.records.count) objects, a save every \(saveEvery)")
+                runs.append(try await Self.measure(preset, feed: feed))
+            }
+            let summary = Summary(runs)
+            summaries[preset] = summary
+            let name = StackName.name(of: preset)
+            results.append(summary.json(stack: name))
+            table.append([
+                name, format(summary.importSeconds), format(summary.busySeconds * 1000), format(summary.busyShare * 100),
+                format(summary.longestMs), format(summary.lateness.p50), format(summary.lateness.p99), format(summary.lateness.max),
+                String(Int(summary.dropped)), String(Int(summary.stalls)), format(summary.visible.p50), format(summary.visible.max),
+                format(summary.durable.p50), format(summary.durable.max), format(summary.peakMegabytes),
+            ])
+            // The run whose import time is the median one is the one drawn.
+            let drawn = runs.sorted { $0.importSeconds < $1.importSeconds }[runs.count / 2]
+            series.append(.init(name: name, points: drawn.latenessSeries))
+        }
+        let chart = LineChart(title: "Tick lateness during the import", xLabel: "seconds since the import started",
+                              yLabel: "tick lateness (ms)", series: series, guide: (16.67, "one frame"))
+        return ScenarioReport(
+            scenario: name, objects: feed.records.count, saveEvery: saveEvery, runs: options.runs, results: results,
+            table: table, verdict: Self.verdict(summaries, saves: feed.batches.count), charts: [chart])
+    }
+
+    /// Medians over runs.
+    struct Summary {
+        var importSeconds, busySeconds, busyShare, longestMs, dropped, stalls, peakMegabytes: Double
+        var lateness: (p50: Double, p99: Double, max: Double)
+        var visible: (p50: Double, max: Double)
+        var durable: (p50: Double, max: Double)
+        var longestOperation: String
+        var busyByOperation: [ContextEvent.Operation: Double]
+
+        init(_ runs: [Run]) {
+            func median(_ figure: (Run) -> Double) -> Double { Measure.median(runs.map(figure)) }
+            importSeconds = median(\.importSeconds)
+            busySeconds = median(\.busySeconds)
+            busyShare = median { $0.busySeconds / max($0.importSeconds, 1e-9) }
+            longestMs = median(\.longestMs)
+            longestOperation = runs.max { $0.longestMs < $1.longestMs }?.longestOperation ?? ""
+            dropped = median { Double($0.lateness.filter { $0 > 16.67 }.count) }
+            stalls = median { Double($0.lateness.filter { $0 > 100 }.count) }
+            peakMegabytes = median(\.peakMegabytes)
+            lateness = (median { Measure.quantile($0.lateness, 0.5) }, median { Measure.quantile($0.lateness, 0.99) },
+                        median { $0.lateness.max() ?? 0 })
+            visible = (median { Measure.quantile($0.visibleAfter, 0.5) }, median { $0.visibleAfter.max() ?? 0 })
+            durable = (median { Measure.quantile($0.durableAfter, 0.5) }, median { $0.durableAfter.max() ?? 0 })
+            busyByOperation = Dictionary(uniqueKeysWithValues: ContextEvent.Operation.allCases.map { operation in
+                (operation, median { $0.busyByOperation[operation] ?? 0 })
+            })
+        }
+
+        func json(stack: String) -> JSON {
+            .object([
+                ("stack", .string(stack)),
+                ("importSeconds", number(importSeconds)),
+                ("mainActorBusySeconds", number(busySeconds, decimals: 6)),
+                ("tickLatenessMs", .object([("p50", number(lateness.p50)), ("p99", number(lateness.p99)), ("max", number(lateness.max))])),
+                ("droppedFrames", .int(Int64(dropped))),
+                ("stallsOver100ms", .int(Int64(stalls))),
+                ("visibleAfterMs", .object([("p50", number(visible.p50)), ("max", number(visible.max))])),
+                ("durableAfterMs", .object([("p50", number(durable.p50)), ("max", number(durable.max))])),
+                ("peakResidentMegabytes", number(peakMegabytes, decimals: 1)),
+                ("mainActorBusyShare", number(busyShare, decimals: 6)),
+                ("longestMainActorOperationMs", number(longestMs)),
+                ("longestMainActorOperation", .string(longestOperation)),
+                ("mainActorBusyMsByOperation", .object(ContextEvent.Operation.allCases.map { ($0.rawValue, number(busyByOperation[$0]! * 1000)) })),
+            ])
+        }
+    }
+
+    static func verdict(_ summaries: [StackPreset: Summary], saves: Int) -> String {
+        var parts: [String] = []
+        if let nested = summaries[.nested] {
+            for other in [StackPreset.hybrid, .separateCoordinators] {
+                guard let summary = summaries[other] else { continue }
+                let ratio = nested.busySeconds / max(summary.busySeconds, 1e-9)
+                parts.append("nested keeps the main actor \(format(ratio))× as busy as \(StackName.name(of: other)) (target ≥ 50×: \(ratio >= 50 ? "holds" : "missed"))")
+            }
+        }
+        if let hybrid = summaries[.hybrid] {
+            let checks = [
+                (hybrid.busyShare <= 0.01, "main busy \(format(hybrid.busyShare * 100))% of the import (≤ 1%)"),
+                (hybrid.dropped == 0, "\(Int(hybrid.dropped)) dropped frames (0)"),
+                (hybrid.lateness.p99 <= 4, "lateness p99 \(format(hybrid.lateness.p99)) ms (≤ 4)"),
+                (hybrid.visible.p50 <= 16.7, "visible after \(format(hybrid.visible.p50)) ms p50 (≤ 16.7)"),
+            ]
+            parts.append("hybrid: " + checks.map { "\($0.1) \($0.0 ? "holds" : "missed")" }.joined(separator: ", "))
+        }
+        if let mainParent = summaries[.mainParent] {
+            parts.append("main-parent stalls the UI for up to \(format(mainParent.lateness.max)) ms (\(Int(mainParent.dropped)) dropped frames): every import save is taken in and saved on the main actor, \(format(mainParent.busySeconds * 1000 / Double(max(saves, 1)))) ms of main-actor work per save, the longest single operation a \(mainParent.longestOperation) (\(format(mainParent.longestMs)) ms)")
+        }
+        return parts.isEmpty ? "measured \(summaries.count) stack(s)" : parts.joined(separator: "; ")
+    }
+
+    // MARK: - One run
+
+    static func measure(_ preset: StackPreset, feed: SongbookImport) async throws -> Run {
+        let bench = try StackBench(preset, label: "shootout")
+        do {
+            let run = try await measure(bench, feed: feed)
+            await bench.close()
+            return run
+        } catch {
+            await bench.close()
+            throw error
+        }
+    }
+
+    private static func measure(_ bench: StackBench, feed: SongbookImport) async throws -> Run {
+        let stack = bench.stack
+        await stack.start()
+        let loop = await MainActor.run {
+            let loop = UILoop(view: stack.viewContext)
+            loop.start()
+            return loop
+        }
+        _ = await loop.waitForTicks(5, timeout: 5)
+        let expectedSaves = feed.batches.count
+        let outcomes = Collector<(time: UInt64, error: StoreError?)>()
+        var writerOutcomes: Task<Void, Never>?
+        let importer = stack.newImportContext()
+        let asynchronous = stack.savesAsynchronously(importer)
+        if asynchronous {
+            let stream = stack.writerSaves()
+            writerOutcomes = Task {
+                for await outcome in stream {
+                    outcomes.append((Measure.now(), outcome.error))
+                    if outcomes.count >= expectedSaves { break }
+                }
+            }
+        }
+        Measure.resetPeakMemory()
+        bench.meter.start()
+        let started = Measure.now()
+        let saves = Collector<SongbookImport.Save>()
+        try await feed.run(on: stack, in: importer) { saves.append($0) }
+        if let writer = stack.writerContext { try await writer.save() }
+        let finished = Measure.now()
+        let busy = bench.meter.stop()
+        let peak = Measure.peakResidentMegabytes
+        let saved = saves.values
+        let newest = saved.last?.newestSong ?? 0
+        let seen = await loop.waitUntilSeen(song: newest, timeout: 10)
+        if let writerOutcomes {
+            let watchdog = Task {
+                try? await Task.sleep(for: .seconds(10))
+                writerOutcomes.cancel()
+            }
+            await writerOutcomes.value
+            watchdog.cancel()
+        }
+        let (ticks, failure) = await MainActor.run {
+            loop.stop()
+            return (loop.ticks, loop.failure)
+        }
+        if let failure { throw ScenarioError("the UI's query failed: \(failure)") }
+        if let failed = outcomes.values.first(where: { $0.error != nil }), let error = failed.error {
+            throw ScenarioError("an asynchronous writer save failed: \(error)")
+        }
+        guard seen else { throw ScenarioError("the view context did not see song \(newest) within 10 s of the import's end") }
+
+        // Durable: when save returned — or, where the writer saves asynchronously, the
+        // k-th writer outcome (capped by the end of the import, when all was durable).
+        let writerTimes = outcomes.values.map(\.time).sorted()
+        var durableAfter: [Double] = [], visibleAfter: [Double] = []
+        for (index, save) in saved.enumerated() {
+            let durable = !asynchronous ? save.returned : min(index < writerTimes.count ? writerTimes[index] : finished, finished)
+            durableAfter.append(Double(durable - save.called) / 1e6)
+            if let tick = ticks.first(where: { $0.started >= durable && $0.newestSong >= save.newestSong }) {
+                visibleAfter.append(Double(tick.started - durable) / 1e6)
+            }
+        }
+        let during = ticks.filter { $0.scheduled >= started && $0.scheduled <= finished }
+        return Run(
+            importSeconds: Double(finished - started) / 1e9, busySeconds: busy.busy.seconds, longestMs: busy.longest.milliseconds,
+            longestOperation: busy.longestOperation,
+            lateness: during.map { Double($0.started - $0.scheduled) / 1e6 },
+            latenessSeries: during.map { (Double($0.scheduled - started) / 1e9, Double($0.started - $0.scheduled) / 1e6) },
+            visibleAfter: visibleAfter, durableAfter: durableAfter, peakMegabytes: peak,
+            busyByOperation: busy.byOperation.mapValues(\.seconds))
+    }
+}
+
+/// Values appended from any task, read at the end.
+final class Collector<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+    func append(_ element: Element) { storage.withLock { $0.append(element) } }
+    var values: [Element] { storage.withLock { $0 } }
+    var count: Int { storage.withLock { $0.count } }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+
+/// The `sandbox` executable end to end, at sizes that run in seconds: its command line, the
+/// JSON every outside script reads (FORMATS.md §4), the self-contained HTML page, and the
+/// invariants its scenarios prove (nothing leaked, nothing lost).
+@Suite(.serialized) struct SandboxTests {
+    static let executable: URL? = {
+        var directories: [URL] = []
+        #if os(Linux)
+        if let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            directories.append(URL(fileURLWithPath: running).deletingLastPathComponent())
+        }
+        #endif
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            directories += [bundle.bundleURL, bundle.bundleURL.deletingLastPathComponent()]
+        }
+        return directories.map { $0.appendingPathComponent("sandbox") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// Runs the sandbox with a hard timeout; returns its exit status and standard output.
+    func run(_ arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String, errors: String) {
+        let executable = try #require(Self.executable, "the sandbox executable is built next to the tests")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        // Read while it runs, so a full pipe never blocks it.
+        let collected = Collected()
+        let readers = DispatchGroup()
+        for (pipe, isOutput) in [(output, true), (errors, false)] {
+            DispatchQueue.global().async(group: readers) {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.set(data, output: isOutput)
+            }
+        }
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            Issue.record("sandbox \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
+        }
+        _ = readers.wait(timeout: .now() + 10)
+        return (process.terminationStatus, collected.text(output: true), collected.text(output: false))
+    }
+
+    final class Collected: @unchecked Sendable {
+        // @unchecked: guarded by `lock`.
+        private let lock = NSLock()
+        private var output = Data(), errors = Data()
+        func set(_ data: Data, output isOutput: Bool) { lock.withLock { if isOutput { output = data } else { errors = data } } }
+        func text(output isOutput: Bool) -> String { lock.withLock { String(decoding: isOutput ? output : errors, as: UTF8.self) } }
+    }
+
+    func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("strata-sandbox-test-\(UUID().uuidString)-\(name)").path
+    }
+
+    func json(at path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test("list names every scenario and stack; a wrong name is a usage error")
+    func commandLine() throws {
+        let list = try run(["list"])
+        #expect(list.status == 0)
+        for name in ["shootout", "editor-cancel", "edit-during-import", "concurrent-writers", "merge-scaling", "fanout", "durability", "cold-open"] {
+            #expect(list.output.contains(name + " "), "sandbox list names \(name)")
+        }
+        #expect(list.output.contains("main-parent, nested, shared-coordinator, separate-coordinators, hybrid"))
+        let unknown = try run(["no-such-scenario"])
+        #expect(unknown.status == 2)
+        #expect(unknown.errors.contains("unknown scenario 'no-such-scenario'"))
+        let badStack = try run(["shootout", "--stacks", "hybrid,lonely"])
+        #expect(badStack.status == 2)
+        #expect(badStack.errors.contains("unknown stack 'lonely'"))
+    }
+
+    @Test("shootout: a table, JSON with every documented key for every stack, and a self-contained HTML page")
+    func shootout() throws {
+        let jsonPath = temporaryPath("shootout.json"), htmlPath = temporaryPath("shootout.html")
+        defer {
+            try? FileManager.default.removeItem(atPath: jsonPath)
+            try? FileManager.default.removeItem(atPath: htmlPath)
+        }
+        let result = try run(["shootout", "--stacks", "all", "--objects", "600", "--save-every", "150", "--runs", "1",
+                              "--json", jsonPath, "--html", htmlPath])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("→ "), "a verdict line")
+        let report = try json(at: jsonPath)
+        #expect(report["scenario"] as? String == "shootout")
+        #expect(report["objects"] as? Int ?? 0 >= 600)
+        #expect(report["saveEvery"] as? Int == 150)
+        #expect(report["runs"] as? Int == 1)
+        let results = try #require(report["results"] as? [[String: Any]])
+        #expect(results.compactMap { $0["stack"] as? String } == ["main-parent", "nested", "shared-coordinator", "separate-coordinators", "hybrid"])
+        for stack in results {
+            for key in ["importSeconds", "mainActorBusySeconds", "droppedFrames", "stallsOver100ms", "peakResidentMegabytes"] {
+                #expect(stack[key] is NSNumber, "\(stack["stack"] ?? "?"): \(key)")
+            }
+            #expect((stack["tickLatenessMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "p99", "max"])
+            #expect((stack["visibleAfterMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "max"])
+            #expect((stack["durableAfterMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "max"])
+            #expect((stack["importSeconds"] as? Double ?? 0) > 0)
+        }
+        let html = try String(contentsOfFile: htmlPath, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
+        #expect(html.contains("<svg") && html.contains("<polyline"), "a lateness chart")
+        #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"), "no external assets, no scripts")
+    }
+
+    @Test("editor-cancel, edit-during-import and concurrent-writers hold their invariants in every stack")
+    func invariants() throws {
+        let cancelPath = temporaryPath("cancel.json"), editPath = temporaryPath("edit.json"), writersPath = temporaryPath("writers.json")
+        defer { for path in [cancelPath, editPath, writersPath] { try? FileManager.default.removeItem(atPath: path) } }
+        let cancel = try run(["editor-cancel", "--objects", "6000", "--runs", "1", "--json", cancelPath])
+        #expect(cancel.status == 0, "\(cancel.errors)")
+        for stack in try #require(try json(at: cancelPath)["results"] as? [[String: Any]]) {
+            #expect(stack["storeByteIdentical"] as? Bool == true, "\(stack["stack"] ?? "?")")
+            #expect(stack["viewContextUnchanged"] as? Bool == true, "\(stack["stack"] ?? "?")")
+            #expect(stack["editorFreed"] as? Bool == true, "\(stack["stack"] ?? "?")")
+        }
+        let edit = try run(["edit-during-import", "--objects", "3000", "--runs", "1", "--json", editPath])
+        #expect(edit.status == 0, "\(edit.errors)")
+        for stack in try #require(try json(at: editPath)["results"] as? [[String: Any]]) {
+            let name = "\(stack["stack"] ?? "?") merging \(stack["editorMerges"] ?? "?")"
+            #expect(stack["lostUpdates"] as? Int == 0, "\(name)")
+            #expect(stack["conflictsReported"] as? Int == 100, "\(name): the 100 contested titles")
+            if stack["editorMerges"] as? Bool == true { #expect(stack["importedChangesSeen"] as? Int == 1000, "\(name)") }
+        }
+        let writers = try run(["concurrent-writers", "--objects", "80", "--runs", "1", "--json", writersPath])
+        #expect(writers.status == 0, "\(writers.errors)")
+        for stack in try #require(try json(at: writersPath)["results"] as? [[String: Any]]) {
+            #expect(stack["lostUpdates"] as? Int == 0, "\(stack["stack"] ?? "?")")
+        }
+    }
+}
