@@ -113,24 +113,28 @@ public struct JSONLinesImporter {
         stagedIndex.reserveCapacity(expected)
         staged.reserveCapacity(expected)
         for entity in keyIndex.indices where info[entity].unique != nil { keyIndex[entity].reserveCapacity(expected / keyIndex.count) }
+        // The next lines are read and parsed on another thread while these are applied.
+        let ahead = LinesAhead(reader)
+        defer { ahead.finish() }
+        ahead.start()
+        var bytesRead: Int64 = 0
         while true {
-            let next: Result<Void, ImportError>?
-            do throws(JSONLinesReader.ReadError) {
-                next = try reader.nextLine { (bytes) throws(ImportError) in try self.apply(bytes, line: reader.lineNumber) }
-            } catch {
-                throw ImportError(line: 0, message: "cannot read \(error)")
+            let chunk = ahead.take()
+            if let failure = chunk.failure { throw ImportError(line: 0, message: "cannot read \(failure)") }
+            if !chunk.finished { ahead.start() }
+            bytesRead = chunk.bytesRead
+            for line in chunk.lines {
+                if let parsed = line.json { try apply(parsed, line: line.number) }
+                summary.lines = line.number
+                linesInBatch += 1
+                if summary.lines & 4095 == 0 { report(.read(lines: summary.lines, bytes: bytesRead)) }
+                if let batchSize, linesInBatch >= batchSize, try readyToCommit() {
+                    try await commit(report: report)
+                }
             }
-            guard let next else { break }
-            try next.get()
-            summary.lines = reader.lineNumber
-            linesInBatch += 1
-            if summary.lines & 4095 == 0 { report(.read(lines: summary.lines, bytes: reader.bytesRead)) }
-            if let batchSize, linesInBatch >= batchSize, try readyToCommit() {
-                try await commit(report: report)
-            }
+            if chunk.finished { break }
         }
-        summary.lines = reader.lineNumber
-        report(.read(lines: summary.lines, bytes: reader.bytesRead))
+        report(.read(lines: summary.lines, bytes: bytesRead))
         if let first = standingReferences.min(by: { $0.line < $1.line }) {
             let source = schema.entities[first.source.entityIndex(in: schema)]
             let relationship = source.property(at: first.property).name
@@ -144,11 +148,13 @@ public struct JSONLinesImporter {
 
     // MARK: - Lines
 
-    private mutating func apply(_ bytes: UnsafeRawBufferPointer, line: Int) throws(ImportError) {
+    private mutating func apply(_ parsed: Result<JSON, JSONParseError>, line: Int) throws(ImportError) {
         func fail(_ message: String) -> ImportError { ImportError(line: line, message: message) }
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
         let json: JSON
-        do throws(JSONParseError) { json = try JSON.parse(bytes) } catch { throw fail("not valid JSON: \(error)") }
+        switch parsed {
+        case .success(let value): json = value
+        case .failure(let error): throw fail("not valid JSON: \(error)")
+        }
         guard case .object(let pairs) = json else { throw fail("expected an object {\"entity\": ..., \"values\": {...}}, got \(json.kindName)") }
         var entityName: String?, values: [(key: String, value: JSON)]?, idText: String?
         for (key, value) in pairs {
