@@ -87,6 +87,8 @@ public struct JSONLinesImporter {
     private var members: [SourceKey: Set<ObjectID>] = [:]
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
     private var linesInBatch = 0
+    /// The line being applied.
+    private var currentLine = 0
 
     /// Creates an importer writing to `store` (open for writing).
     public init(store: Store, batchSize: Int? = nil, author: String = "import") {
@@ -150,6 +152,7 @@ public struct JSONLinesImporter {
 
     private mutating func apply(_ parsed: Result<JSON, JSONParseError>, line: Int) throws(ImportError) {
         func fail(_ message: String) -> ImportError { ImportError(line: line, message: message) }
+        currentLine = line
         let json: JSON
         switch parsed {
         case .success(let value): json = value
@@ -506,6 +509,7 @@ public struct JSONLinesImporter {
 
     /// Takes `id` out of one side of a relationship.
     private mutating func remove(_ id: ObjectID, from object: Int, _ index: Int) {
+        staged[object].emptiedBy = currentLine
         switch staged[object].values[index] {
         case .object(let current) where current == id: staged[object].values[index] = .null
         case .objects(var ids):
@@ -525,7 +529,9 @@ public struct JSONLinesImporter {
     /// relationships, or waits for a reference still to come (then not yet).
     private func readyToCommit() throws(ImportError) -> Bool {
         var waiting: Set<ObjectID>?
-        for object in staged where object.base == nil {
+        // Every staged object: a line may have taken the only target of an existing
+        // object's required relationship (moving it to another owner).
+        for object in staged {
             let e = info[object.entity]
             for (offset, r) in e.relationships.enumerated() where !r.optional {
                 let index = e.attributeCount + offset
@@ -534,7 +540,9 @@ public struct JSONLinesImporter {
                     waiting = Set(standingReferences.map(\.source))
                 }
                 if waiting!.contains(object.id) { return false }
-                throw ImportError(line: object.line, message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)")
+                throw ImportError(line: max(object.line, object.emptiedBy),
+                                  message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
+                                  + (object.base == nil ? "" : "; this line leaves \(object.id) without one"))
             }
         }
         return true
@@ -543,6 +551,8 @@ public struct JSONLinesImporter {
     private mutating func commit(report: (Event) -> Void) async throws(ImportError) {
         defer { linesInBatch = 0 }
         var changes = ChangeSet(author: author)
+        // Staging checked every constraint of the store's final pass (see `constraintsChecked`).
+        changes.constraintsChecked = true
         var inserted = 0, updated = 0
         for object in staged {
             if let base = object.base {
@@ -632,6 +642,8 @@ extension JSONLinesImporter {
         var base: StoredRow?
         /// The last line that changed it (0 when only an inverse did).
         var line: Int
+        /// The last line that took something out of one of its relationships.
+        var emptiedBy = 0
     }
 
     /// What the importer needs of an entity, looked up once (a class: one retain per use,

@@ -31,7 +31,11 @@ extension Store {
             if record.isEmpty { return (nil, s.head, plan.resolved) }
             var next = s.head
             next.applyValidated(record)
+            #if DEBUG
             try plan.checkConstraints(after: next)
+            #else
+            if !changes.constraintsChecked { try plan.checkConstraints(after: next) }
+            #endif
             // Queued for publication before the journal can make it durable, so the writer
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
