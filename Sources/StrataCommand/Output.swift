@@ -3,6 +3,8 @@
 struct Output: Sendable {
     let standard: @Sendable (String) -> Void
     let error: @Sendable (String) -> Void
+    /// Whether standard error is a terminal (progress bars are drawn only then).
+    var errorIsTerminal = false
 
     func line(_ text: String) { standard(text + "\n") }
     func errorLine(_ text: String) { error(text + "\n") }
@@ -17,4 +19,30 @@ func columns(_ rows: [[String]], separator: String = "  ") -> [String] {
             column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
         }.joined(separator: separator)
     }
+}
+
+/// Lines for standard output gathered into large writes (a dump of a million objects is
+/// then a few hundred writes, not a million).
+final class BufferedLines {
+    private let output: Output
+    private var buffer = ""
+
+    init(_ output: Output) {
+        self.output = output
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    func line(_ text: String) {
+        buffer += text
+        buffer += "\n"
+        if buffer.utf8.count >= 1 << 16 { flush() }
+    }
+
+    func flush() {
+        guard !buffer.isEmpty else { return }
+        output.standard(buffer)
+        buffer = ""
+    }
+
+    deinit { flush() }
 }

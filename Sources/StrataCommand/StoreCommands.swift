@@ -30,7 +30,8 @@ enum StoreCommands {
         summary: "describe a store: schema, objects per entity, transactions, files",
         help: """
             Prints the store's schema (name, version, fingerprint), the number of objects of
-            each entity, the last transaction and checkpoint, and every file with its size.
+            each entity, the last transaction and checkpoint, every file with its size, and
+            the durability the tool's commits have (full: fsynced before acknowledged).
             Reads without taking the write lock, so it works while another process writes.
 
             example:
@@ -60,6 +61,8 @@ enum StoreCommands {
                 ("checkpoint", checkpoint.map { .int(Int64($0)) } ?? .null),
                 ("objects", .object(counts.map { ($0.0, .int(Int64($0.1))) })),
                 ("totalObjects", .int(Int64(generation.totalCount))),
+                ("durability", .string(Store.Configuration().durability.rawValue)),
+                ("totalBytes", .int(sizes.reduce(0, +))),
                 ("files", .array(zip(files, sizes).map { .object([("name", .string($0)), ("bytes", .int($1))]) })),
                 ("tornTail", store.recovery.tornTail.map { .object([("path", .string($0.path)), ("offset", .int($0.offset)),
                                                                     ("bytes", .int($0.discardedBytes))]) } ?? .null),
@@ -73,7 +76,8 @@ enum StoreCommands {
             output.line("transactions: \(generation.transaction)" + (checkpoint.map { " (checkpoint through \($0))" } ?? ""))
             output.line("objects:      \(generation.totalCount)")
             for line in columns(counts.map { ["  " + $0.0, String($0.1)] }) { output.line(line) }
-            output.line("files:")
+            output.line("durability:   \(Store.Configuration().durability.rawValue) (commits are fsynced before they are acknowledged)")
+            output.line("files:        \(sizes.reduce(0, +)) bytes")
             for line in columns(zip(files, sizes).map { ["  " + $0, "\($1) bytes"] }) { output.line(line) }
             if let torn = store.recovery.tornTail {
                 output.line("note:         an interrupted write left \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path); the next writer cuts them")

@@ -21,23 +21,24 @@ public enum StrataCommand {
     }
 
     static let commands: [Command] = [
-        StoreCommands.create, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
-        MigrateCommand.command,
+        StoreCommands.create, ImportCommand.command, QueryCommands.query, QueryCommands.aggregate, QueryCommands.update,
+        QueryCommands.delete, DumpCommand.command, StoreCommands.info, StoreCommands.verify, StoreCommands.compact,
+        SchemaCommand.command, HistoryCommand.command, MigrateCommand.command,
     ]
-
-    /// The subcommands of the documented interface that this build does not provide yet.
-    static let planned = ["import", "query", "aggregate", "update", "delete", "dump", "schema", "history"]
 
     /// Runs the tool.
     /// - Parameters:
     ///   - arguments: the arguments after the program name.
     ///   - output: receives standard output.
     ///   - errors: receives standard error.
+    ///   - errorsIsTerminal: whether standard error is a terminal (progress bars are drawn only then).
     /// - Returns: the exit status.
     public static func run(
-        _ arguments: [String], output: @escaping @Sendable (String) -> Void, errors: @escaping @Sendable (String) -> Void
+        _ arguments: [String], output: @escaping @Sendable (String) -> Void, errors: @escaping @Sendable (String) -> Void,
+        errorsIsTerminal: Bool = false
     ) async -> Int32 {
-        let out = Output(standard: output, error: errors)
+        var out = Output(standard: output, error: errors)
+        out.errorIsTerminal = errorsIsTerminal
         guard let name = arguments.first else {
             out.standard(usage)
             return 0
@@ -52,10 +53,6 @@ public enum StrataCommand {
                 out.standard("usage: \(command.usage)\n\n\(command.help)\n")
                 return 0
             }
-            if planned.contains(arguments[1]) {
-                out.line("strata \(arguments[1]): not available in this build of strata (\(version)).")
-                return 0
-            }
             out.errorLine("strata help: unknown command '\(arguments[1])'; run `strata help` for the commands")
             return 2
         case "version", "--version":
@@ -65,11 +62,7 @@ public enum StrataCommand {
             break
         }
         guard let command = commands.first(where: { $0.name == name }) else {
-            if planned.contains(name) {
-                out.errorLine("strata: '\(name)' is not available in this build of strata (\(version)); run `strata help` for what is")
-            } else {
-                out.errorLine("strata: unknown command '\(name)'; run `strata help` for the commands")
-            }
+            out.errorLine("strata: unknown command '\(name)'; run `strata help` for the commands")
             return 2
         }
         do {
@@ -85,6 +78,9 @@ public enum StrataCommand {
         } catch let error as SchemaError {
             out.errorLine("strata \(name): \(error)")
             return 1
+        } catch let error as PredicateSyntaxError {
+            out.errorLine("strata \(name): --where: \(error)")
+            return 1
         } catch {
             out.errorLine("strata \(name): \(error)")
             return 1
@@ -95,7 +91,6 @@ public enum StrataCommand {
         var text = "usage: strata COMMAND [ARGUMENTS]\n\nCommands:\n"
         let rows = commands.map { ["  " + $0.name, $0.summary] } + [["  help", "explain a command: strata help COMMAND"], ["  version", "print the tool's version"]]
         text += columns(rows).joined(separator: "\n") + "\n"
-        text += "\nNot available in this build yet: \(planned.joined(separator: ", ")).\n"
         return text
     }
 }

@@ -16,6 +16,7 @@ enum AttributeCheck {
         if let maximum = attribute.maximum, Value.compare(value, maximum) == .orderedDescending {
             return "\(value) is greater than the maximum \(maximum)"
         }
+        guard attribute.minLength != nil || attribute.maxLength != nil else { return nil }
         let length: Int? =
             switch value {
             case .string(let s): s.count
@@ -32,5 +33,13 @@ enum AttributeCheck {
             }
         }
         return nil
+    }
+}
+
+extension Attribute {
+    /// What is wrong with `value` for this attribute (a missing required value, the wrong
+    /// type, a broken limit), or `nil` when it is acceptable.
+    public func problem(with value: Value) -> String? {
+        AttributeCheck.problem(with: value, for: self)
     }
 }

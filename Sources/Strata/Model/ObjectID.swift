@@ -38,6 +38,12 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
         hasher.combine(entity.utf8.count)
     }
 
+    /// Compares numbers first: IDs in one list mostly share their entity, so most unequal
+    /// pairs differ by number and the names are never compared.
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.number == rhs.number && lhs.entity == rhs.entity
+    }
+
     /// Orders by entity name, then by number: the stable order dumps and tests use.
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.entity == rhs.entity ? lhs.number < rhs.number : lhs.entity < rhs.entity

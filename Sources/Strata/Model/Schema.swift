@@ -54,11 +54,11 @@ public struct Schema: Sendable, Hashable {
     }
 
     /// The storage index of the entity with this name, if any.
-    public func entityIndex(named name: String) -> Int? { layout.entityIndexes[name] }
+    public func entityIndex(named name: String) -> Int? { layout.entityIndex(named: name) }
 
     /// The entity with this name, if any.
     public func entity(named name: String) -> Entity? {
-        layout.entityIndexes[name].map { entities[$0] }
+        layout.entityIndex(named: name).map { entities[$0] }
     }
 
     public static func == (lhs: Schema, rhs: Schema) -> Bool {

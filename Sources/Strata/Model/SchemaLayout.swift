@@ -20,8 +20,16 @@ final class SchemaLayout: Sendable {
         /// The attributes with an ordered index: those declared `indexed` or `unique`.
         let orderedIndexAttributes: [Int]
         let propertyCount: Int
+        /// Per property: for a relationship, the storage index of its inverse in the
+        /// destination entity; -1 for attributes.
+        let inverseIndexes: [Int]
+        /// Per attribute: what a value must be when the attribute has no limits (min, max,
+        /// lengths), so that the commit checks such values without reading the attribute;
+        /// `nil` for an attribute with limits.
+        let plainChecks: [(type: AttributeType, optional: Bool)?]
 
-        init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int]) {
+        init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int],
+             inverseIndexes: [Int], plainChecks: [(type: AttributeType, optional: Bool)?]) {
             self.name = name
             self.attributeCount = attributeCount
             self.kinds = kinds
@@ -29,16 +37,32 @@ final class SchemaLayout: Sendable {
             self.uniqueAttribute = uniqueAttribute
             self.orderedIndexAttributes = orderedIndexAttributes
             self.propertyCount = kinds.count
+            self.inverseIndexes = inverseIndexes
+            self.plainChecks = plainChecks
         }
     }
 
     let entities: [EntityLayout]
     let entityIndexes: [String: Int]
+    /// The entity names in storage order, for the linear lookup of small schemas.
+    private let names: [String]
+
+    /// The storage index of an entity. Small schemas compare names in turn (small strings
+    /// compare in a few instructions, faster than hashing the name); larger ones hash.
+    @inline(__always)
+    func entityIndex(named name: String) -> Int? {
+        if names.count <= 8 {
+            for i in names.indices where names[i] == name { return i }
+            return nil
+        }
+        return entityIndexes[name]
+    }
 
     init(_ entities: [Entity]) {
         var indexes: [String: Int] = [:]
         for (i, entity) in entities.enumerated() where indexes[entity.name] == nil { indexes[entity.name] = i }
         entityIndexes = indexes
+        names = entities.map(\.name)
         self.entities = entities.map { entity in
             let kinds = entity.attributes.map { Kind.attribute($0.type) }
                 + entity.relationships.map { r -> Kind in
@@ -47,7 +71,14 @@ final class SchemaLayout: Sendable {
                 }
             return EntityLayout(name: entity.name, attributeCount: entity.attributes.count, kinds: kinds,
                                 propertyNames: entity.propertyNames, uniqueAttribute: entity.attributes.firstIndex(where: \.isUnique),
-                                orderedIndexAttributes: entity.attributes.indices.filter { entity.attributes[$0].isIndexed || entity.attributes[$0].isUnique })
+                                orderedIndexAttributes: entity.attributes.indices.filter { entity.attributes[$0].isIndexed || entity.attributes[$0].isUnique },
+                                inverseIndexes: entity.attributes.map { _ in -1 } + entity.relationships.map { r in
+                                    indexes[r.destination].flatMap { entities[$0].propertyIndex(named: r.inverse) } ?? -1
+                                },
+                                plainChecks: entity.attributes.map { a in
+                                    a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
+                                        ? (a.type, a.isOptional) : nil
+                                })
         }
     }
 }

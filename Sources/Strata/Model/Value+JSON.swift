@@ -5,7 +5,7 @@ extension Value {
     /// write them: dates as ISO-8601 strings, data as base64, UUIDs in canonical form.
     /// `null` gives `.null`.
     /// - Returns: the value, or a reason naming what was expected.
-    static func fromJSON(_ json: JSON, as type: AttributeType) -> Result<Value, ValueConversionError> {
+    public static func fromJSON(_ json: JSON, as type: AttributeType) -> Result<Value, ValueConversionError> {
         func wrong() -> Result<Value, ValueConversionError> {
             .failure(ValueConversionError(reason: "expected \(type.article) \(type.rawValue), got \(json.kindName)"))
         }
@@ -17,6 +17,7 @@ extension Value {
             guard let i = Int64(exactly: d) else { return .failure(ValueConversionError(reason: "\(d) is not a whole number")) }
             return .success(.int(i))
         case (.double, .double(let d)): return .success(.double(d))
+        case (.double, .string(let s)) where Self.nonFiniteDoubles[s] != nil: return .success(.double(Self.nonFiniteDoubles[s]!))
         case (.double, .int(let i)): return .success(.double(Double(i)))
         case (.bool, .bool(let b)): return .success(.bool(b))
         case (.date, .string(let s)):
@@ -38,13 +39,19 @@ extension Value {
         }
     }
 
-    /// The value as the model and import files write it (relationships as object IDs).
-    var json: JSON {
+    /// The strings that stand for the doubles JSON has no numbers for.
+    static let nonFiniteDoubles: [String: Double] = ["Infinity": .infinity, "-Infinity": -.infinity, "NaN": .nan]
+
+    /// The value as the model and import files write it (relationships as object IDs);
+    /// infinite and NaN doubles, which JSON has no numbers for, as the strings `"Infinity"`,
+    /// `"-Infinity"` and `"NaN"`, which ``fromJSON(_:as:)`` reads back.
+    public var json: JSON {
         switch self {
         case .null: .null
         case .string(let s): .string(s)
         case .int(let i): .int(i)
-        case .double(let d): .double(d)
+        case .double(let d) where d.isFinite: .double(d)
+        case .double(let d): .string(d.isNaN ? "NaN" : d < 0 ? "-Infinity" : "Infinity")
         case .bool(let b): .bool(b)
         case .date(let d): .string(ISO8601.string(from: d))
         case .data(let d): .string(d.base64EncodedString())
@@ -56,8 +63,9 @@ extension Value {
 }
 
 /// Why a JSON value does not fit an attribute type.
-struct ValueConversionError: Error, Sendable, Hashable {
-    var reason: String
+public struct ValueConversionError: Error, Sendable, Hashable {
+    /// What was expected, and what was found.
+    public var reason: String
 }
 
 extension AttributeType {

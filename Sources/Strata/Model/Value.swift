@@ -20,6 +20,26 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// Whether this is `.null`.
     public var isNull: Bool { if case .null = self { true } else { false } }
 
+    /// The objects a relationship value refers to: one for `.object`, the list for
+    /// `.objects`, none otherwise.
+    public var referencedObjects: [ObjectID] {
+        switch self {
+        case .object(let id): [id]
+        case .objects(let ids): ids
+        default: []
+        }
+    }
+
+    /// Whether a relationship value refers to `id` (without making a list of one).
+    @inline(__always)
+    public func refers(to id: ObjectID) -> Bool {
+        switch self {
+        case .object(let other): other == id
+        case .objects(let ids): ids.contains(id)
+        default: false
+        }
+    }
+
     /// The attribute type this value belongs to, or `nil` for `.null` and relationship values.
     public var attributeType: AttributeType? {
         switch self {

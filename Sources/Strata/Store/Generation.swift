@@ -56,6 +56,12 @@ public struct Generation: Sendable {
         return StoredObject(id: id, values: row.values, version: row.version)
     }
 
+    /// The stored row of an object, if it exists (no ``StoredObject`` is made).
+    func row(_ id: ObjectID) -> StoredRow? {
+        guard let entity = schema.entityIndex(named: id.entity) else { return nil }
+        return tables[entity][id.number]
+    }
+
     /// The number of objects of an entity.
     public func count(of entity: String) -> Int {
         schema.entityIndex(named: entity).map { tables[$0].count } ?? 0

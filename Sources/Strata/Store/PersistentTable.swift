@@ -27,14 +27,24 @@ public struct PersistentTable<Element: Sendable>: Sendable {
     /// The element for `key`, or `nil`; setting `nil` removes it.
     public subscript(key: UInt64) -> Element? {
         get {
-            guard var node = root, key < capacity else { return nil }
-            var level = shift
-            while level > 0 {
-                guard let child = node.children[Int((key >> level) & 31)] else { return nil }
-                node = child
-                level -= 5
+            guard let root, key < capacity else { return nil }
+            // The walk borrows the nodes (the table keeps them alive during the call)
+            // instead of retaining and releasing one per level: lookups are the commit
+            // pipeline's most frequent operation.
+            return withExtendedLifetime(root) { () -> Element? in
+                var node = Unmanaged.passUnretained(root)
+                var level = shift
+                while level > 0 {
+                    let slot = Int((key >> level) & 31)
+                    let child = node._withUnsafeGuaranteedRef { current in
+                        current.children.withUnsafeBufferPointer { $0[slot].map { Unmanaged.passUnretained($0) } }
+                    }
+                    guard let child else { return nil }
+                    node = child
+                    level -= 5
+                }
+                return node._withUnsafeGuaranteedRef { $0.elements[Int(key & 31)] }
             }
-            return node.elements[Int(key & 31)]
         }
         set {
             if let newValue {

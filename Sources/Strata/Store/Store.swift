@@ -111,6 +111,17 @@ public final class Store: Sendable {
         return ObjectID(entity: schema.layout.entities[index].name, number: number)
     }
 
+    /// Hands out a chosen object number (an importer keeping the numbers of a dump), if no
+    /// number at or above it has been handed out for the entity: the numbers skipped are
+    /// never used.
+    func reserveObjectNumber(_ number: UInt64, entity index: Int) -> Bool {
+        commitState.withLock { s in
+            guard number > s.allocated[index] else { return false }
+            s.allocated[index] = number
+            return true
+        }
+    }
+
     // MARK: - Notifications
 
     /// A stream of every transaction committed from now on, in order, each delivered once

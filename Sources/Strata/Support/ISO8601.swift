@@ -11,9 +11,16 @@ enum ISO8601 {
         (try? plain.parse(text)) ?? (try? fractional.parse(text))
     }
 
-    /// Formats a date, with fractional seconds only when it has them.
+    /// Formats a date to the millisecond, with fractional seconds only when it has them.
+    /// The milliseconds are rounded (the format style truncates, so 53.550 read back could
+    /// print as 53.549): text parsed and formatted again is the same text.
     static func string(from date: Date) -> String {
-        let seconds = date.timeIntervalSince1970
-        return seconds.rounded(.down) == seconds ? plain.format(date) : fractional.format(date)
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let seconds = (milliseconds / 1000).rounded(.down)
+        let text = plain.format(Date(timeIntervalSince1970: seconds))
+        let fraction = Int(milliseconds - seconds * 1000)
+        guard fraction != 0, text.hasSuffix("Z") else { return text }
+        let digits = String(fraction)
+        return text.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 }

@@ -150,6 +150,7 @@ struct JSONParser {
         defer { depth -= 1 }
         i += 1
         var pairs: [(key: String, value: JSON)] = []
+        pairs.reserveCapacity(8)  // one allocation for most objects, not four
         skipSpace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(pairs) }
         while true {

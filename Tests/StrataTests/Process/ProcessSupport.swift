@@ -10,13 +10,13 @@ import Foundation
 import Testing
 @testable import Strata
 
-/// The `strata-journal-writer` executable the process tests spawn (Tests/JournalWriter).
+/// An executable of the package, built next to the tests.
 ///
 /// `swift build --build-tests` and `swift test` build every executable of the package into
 /// the products directory that also holds the test bundle, so it is looked for next to the
 /// running test executable and next to the test bundle.
-enum WriterExecutable {
-    static let url: URL? = {
+enum BuiltExecutable {
+    static func url(named name: String) -> URL? {
         var directories: [URL] = []
         #if os(Linux)
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
@@ -27,13 +27,23 @@ enum WriterExecutable {
             directories += [bundle.bundleURL, bundle.bundleURL.deletingLastPathComponent()]
         }
         for directory in directories {
-            let candidate = directory.appendingPathComponent("strata-journal-writer")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
         return nil
-    }()
+    }
+}
+
+/// The `strata-journal-writer` executable the process tests spawn (Tests/JournalWriter).
+enum WriterExecutable {
+    static let url: URL? = BuiltExecutable.url(named: "strata-journal-writer")
 
     static var isAvailable: Bool { url != nil }
+}
+
+/// The `strata` command-line tool, for tests that kill it mid-import.
+enum StrataExecutable {
+    static let url: URL? = BuiltExecutable.url(named: "strata")
 }
 
 /// Whether this process runs as root, which bypasses file permissions.
@@ -70,7 +80,7 @@ final class ChildProcess: @unchecked Sendable {
     /// Starts `executable` (the writer by default) with `arguments`; standard error is
     /// inherited so a crashing child's message reaches the test log.
     init(_ arguments: [String], executable: URL? = WriterExecutable.url, standardStreams: Bool = true) throws {
-        guard let executable else { throw ChildProcessFailure(description: "strata-journal-writer was not built next to the tests") }
+        guard let executable else { throw ChildProcessFailure(description: "the executable for \(arguments) was not built next to the tests") }
         self.arguments = arguments
         process.executableURL = executable
         process.arguments = arguments

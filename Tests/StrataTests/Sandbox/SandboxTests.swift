@@ -5,18 +5,7 @@ import Testing
 /// JSON every outside script reads (FORMATS.md §4), the self-contained HTML page, and the
 /// invariants its scenarios prove (nothing leaked, nothing lost).
 @Suite(.serialized) struct SandboxTests {
-    static let executable: URL? = {
-        var directories: [URL] = []
-        #if os(Linux)
-        if let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            directories.append(URL(fileURLWithPath: running).deletingLastPathComponent())
-        }
-        #endif
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            directories += [bundle.bundleURL, bundle.bundleURL.deletingLastPathComponent()]
-        }
-        return directories.map { $0.appendingPathComponent("sandbox") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let executable: URL? = BuiltExecutable.url(named: "sandbox")
 
     /// Runs the sandbox with a hard timeout; returns its exit status and standard output.
     func run(_ arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String, errors: String) {

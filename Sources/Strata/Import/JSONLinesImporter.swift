@@ -1,0 +1,702 @@
+import Foundation
+
+/// Imports JSON Lines (one `{"entity": ..., "values": {...}}` object per line) into a store,
+/// committing ``ChangeSet``s directly: no contexts, no managed objects.
+///
+/// - Relationships name their destination by its unique attribute (or by `Entity/N` where
+///   the destination has none); a reference to an object that appears later is resolved
+///   when it does, and one still unresolved when the input ends is an error.
+/// - A line whose entity has a unique attribute and names an existing key (in the store or
+///   earlier in the input) updates that object: only the keys given change. A line may also
+///   name its object by `"id": "Entity/N"`; a new object then keeps that number when the
+///   store has not handed it out yet (so a dump imported into a fresh store keeps its IDs).
+/// - Every relationship's inverse is kept in step, as a context would.
+/// - Without a batch size the whole input is one transaction; with one, a transaction is
+///   committed every `batchSize` lines (later if objects of the batch still wait for a
+///   required relationship to an object further on). Each commit is durable when reported.
+/// - Bad input throws ``ImportError`` naming the line; nothing after the last reported
+///   commit is committed.
+///
+/// ```swift
+/// let reader = try JSONLinesReader(path: "songs.jsonl")
+/// var importer = JSONLinesImporter(store: store, batchSize: 5000)
+/// let summary = try await importer.run(reader) { event in print(event) }
+/// ```
+public struct JSONLinesImporter {
+    /// What an import reports while it runs.
+    public enum Event: Sendable, Hashable {
+        /// A transaction is durable; `lines` is the running total of lines applied.
+        case committed(transaction: UInt64, lines: Int)
+        /// Lines read so far (every few thousand lines), for progress bars.
+        case read(lines: Int, bytes: Int64)
+    }
+
+    /// What a finished import did.
+    public struct Summary: Sendable, Hashable {
+        /// Lines read (blank lines included).
+        public var lines: Int
+        /// Objects created.
+        public var inserted: Int
+        /// Existing objects changed.
+        public var updated: Int
+        /// Transactions committed.
+        public var transactions: Int
+        /// The last transaction committed (the store's last if none was).
+        public var lastTransaction: UInt64
+    }
+
+    /// A line that cannot be imported, or input that cannot be read.
+    public struct ImportError: Error, Sendable, CustomStringConvertible {
+        /// The 1-based input line at fault (0 when no line is).
+        public var line: Int
+        /// What is wrong, naming the entity, key or value.
+        public var message: String
+        /// The store's error, when the store refused a commit.
+        public var storeError: StoreError?
+
+        public var description: String { line > 0 ? "line \(line): \(message)" : message }
+    }
+
+    /// The store written.
+    public let store: Store
+    /// Lines per transaction; `nil` for one transaction.
+    public let batchSize: Int?
+    /// The author recorded in the transactions.
+    public let author: String
+
+    private let schema: Schema
+    private let info: [EntityInfo]
+    private var head: Generation
+    private var staged: [Staged] = []
+    /// Staged objects by ID, for those not in `dense`.
+    private var stagedIndex: [ObjectID: Int] = [:]
+    /// Staged objects by object number, per entity, for the dense run of numbers new objects
+    /// get (slot `number - denseBase[entity]`; -1 when none): an array read, not a hash.
+    private var dense: [[Int32]]
+    private var denseBase: [UInt64]
+    /// New objects of the current batch by unique value, per entity.
+    private var keyIndex: [[Value: ObjectID]]
+    /// References waiting for their destination, per destination entity.
+    private var pending: [[Reference: [PendingReference]]]
+    private var pendingCount = 0
+    /// For each relationship of an object that has had a reference wait: how often a line
+    /// has set it since. A waiting reference made before the latest setting is stale (a
+    /// later line replaced the value) and is dropped instead of linked.
+    private var settings: [SourceKey: Int] = [:]
+    /// The members of long to-many lists of the current batch (see `contains`).
+    private var members: [SourceKey: Set<ObjectID>] = [:]
+    private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
+    private var linesInBatch = 0
+    /// The line being applied.
+    private var currentLine = 0
+
+    /// Creates an importer writing to `store` (open for writing).
+    public init(store: Store, batchSize: Int? = nil, author: String = "import") {
+        precondition(batchSize.map { $0 > 0 } ?? true, "JSONLinesImporter: batchSize must be positive")
+        self.store = store
+        self.batchSize = batchSize
+        self.author = author
+        schema = store.schema
+        info = schema.entities.map { EntityInfo($0, schema: store.schema) }
+        head = store.currentGeneration
+        keyIndex = schema.entities.map { _ in [:] }
+        pending = schema.entities.map { _ in [:] }
+        dense = schema.entities.map { _ in [] }
+        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
+        summary.lastTransaction = head.transaction
+    }
+
+    /// Reads every line of `reader`, committing as it goes.
+    /// - Parameter report: called after every durable commit and every few thousand lines.
+    public mutating func run(_ reader: JSONLinesReader, report: (Event) -> Void = { _ in }) async throws(ImportError) -> Summary {
+        // Room for a batch (or, for one transaction, for a file of ~100-byte lines) up front,
+        // rather than growing the tables by rehashing.
+        let expected = min(batchSize ?? Int(min(reader.size ?? 0, 1 << 32) / 100), 1 << 22)
+        stagedIndex.reserveCapacity(expected)
+        staged.reserveCapacity(expected)
+        for entity in keyIndex.indices where info[entity].unique != nil { keyIndex[entity].reserveCapacity(expected / keyIndex.count) }
+        // The next lines are read and parsed on another thread while these are applied.
+        let ahead = LinesAhead(reader)
+        defer { ahead.finish() }
+        ahead.start()
+        var bytesRead: Int64 = 0
+        while true {
+            let chunk = ahead.take()
+            if let failure = chunk.failure { throw ImportError(line: 0, message: "cannot read \(failure)") }
+            if !chunk.finished { ahead.start() }
+            bytesRead = chunk.bytesRead
+            for line in chunk.lines {
+                if let parsed = line.json { try apply(parsed, line: line.number) }
+                summary.lines = line.number
+                linesInBatch += 1
+                if summary.lines & 4095 == 0 { report(.read(lines: summary.lines, bytes: bytesRead)) }
+                if let batchSize, linesInBatch >= batchSize, try readyToCommit() {
+                    try await commit(report: report)
+                }
+            }
+            if chunk.finished { break }
+        }
+        report(.read(lines: summary.lines, bytes: bytesRead))
+        if let first = standingReferences.min(by: { $0.line < $1.line }) {
+            let source = schema.entities[first.source.entityIndex(in: schema)]
+            let relationship = source.property(at: first.property).name
+            let destination = info[first.destination]
+            throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input")
+        }
+        _ = try readyToCommit()
+        try await commit(report: report)
+        return summary
+    }
+
+    // MARK: - Lines
+
+    private mutating func apply(_ parsed: Result<JSON, JSONParseError>, line: Int) throws(ImportError) {
+        func fail(_ message: String) -> ImportError { ImportError(line: line, message: message) }
+        currentLine = line
+        let json: JSON
+        switch parsed {
+        case .success(let value): json = value
+        case .failure(let error): throw fail("not valid JSON: \(error)")
+        }
+        guard case .object(let pairs) = json else { throw fail("expected an object {\"entity\": ..., \"values\": {...}}, got \(json.kindName)") }
+        var entityName: String?, values: [(key: String, value: JSON)]?, idText: String?
+        for (key, value) in pairs {
+            switch key {
+            case "entity":
+                guard case .string(let s) = value else { throw fail("\"entity\" must be a string, not \(value.kindName)") }
+                entityName = s
+            case "values":
+                guard case .object(let v) = value else { throw fail("\"values\" must be an object, not \(value.kindName)") }
+                values = v
+            case "id":
+                guard case .string(let s) = value else { throw fail("\"id\" must be a string such as \"Artist/1\", not \(value.kindName)") }
+                idText = s
+            default:
+                throw fail("unknown key \"\(key)\" (a line has \"entity\", \"values\" and optionally \"id\")")
+            }
+        }
+        guard let entityName else { throw fail("the line has no \"entity\"") }
+        guard let entity = schema.entityIndex(named: entityName) else {
+            throw fail("unknown entity \"\(entityName)\"; the entities are \(schema.entities.map(\.name).joined(separator: ", "))")
+        }
+        let e = info[entity]
+        let given = values ?? []
+        // Resolve every key before changing anything.
+        var properties: [(index: Int, value: JSON)] = []
+        properties.reserveCapacity(given.count)
+        for (key, value) in given {
+            guard let index = e.index(of: key) else {
+                throw fail("\(e.name) has no key \"\(key)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
+            }
+            properties.append((index, value))
+        }
+        var explicitID: ObjectID?
+        if let idText {
+            guard let id = ObjectID(parsing: idText), id.entity == e.name else {
+                throw fail("\"id\" \"\(idText)\" is not an ID of \(e.name) such as \"\(e.name)/1\"")
+            }
+            explicitID = id
+        }
+        var key: Value?
+        if let u = e.unique, let given = properties.first(where: { $0.index == u }) {
+            let converted = try convert(given.value, attribute: u, of: e, line: line)
+            if !converted.isNull { key = converted }
+        }
+        // The object: found by ID, then by unique key, or new.
+        var found: ObjectID?
+        if let explicitID, stagedObject(explicitID, entity: entity) != nil || head.contains(explicitID) { found = explicitID }
+        if let key, let holder = lookup(key, entity: entity) {
+            if let found, found != holder {
+                throw fail("\(e.name) \"\(e.entity.attributes[e.unique!].name)\" = \(key) belongs to \(holder), not \(found)")
+            }
+            found = holder
+        }
+        let object: Int
+        let isNew: Bool
+        if let found {
+            object = touch(found)
+            isNew = false
+        } else {
+            var id: ObjectID
+            if let explicitID {
+                guard store.reserveObjectNumber(explicitID.number, entity: entity) else {
+                    throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already")
+                }
+                id = explicitID
+            } else {
+                id = store.allocateObjectID(entity: entity)
+            }
+            id = ObjectID(entity: e.name, number: id.number)
+            object = staged.count
+            register(id, entity: entity, at: object)
+            staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
+            if let key { keyIndex[entity][key] = id }
+            isNew = true
+            resolvePending(.id(id), entity: entity, target: object)
+            if let key { resolvePending(.key(key), entity: entity, target: object) }
+        }
+        staged[object].line = line
+        for (index, value) in properties {
+            if index < e.attributeCount {
+                if index == e.unique, !isNew { continue }  // the key that found the object
+                staged[object].values[index] = try convert(value, attribute: index, of: e, line: line)
+            } else {
+                try setRelationship(object, index, value, line: line)
+            }
+        }
+        if isNew {
+            for index in 0..<e.attributeCount where staged[object].values[index].isNull && !e.entity.attributes[index].isOptional {
+                throw fail("\(e.name).\(e.entity.attributes[index].name): a value is required (the attribute is not optional and has no default)")
+            }
+        }
+    }
+
+    private func convert(_ json: JSON, attribute index: Int, of e: EntityInfo, line: Int) throws(ImportError) -> Value {
+        let attribute = e.entity.attributes[index]
+        let value: Value
+        switch Value.fromJSON(json, as: attribute.type) {
+        case .success(let v): value = v
+        case .failure(let error): throw ImportError(line: line, message: "\(e.name).\(attribute.name): \(error.reason)")
+        }
+        if let problem = AttributeCheck.problem(with: value, for: attribute) {
+            throw ImportError(line: line, message: "\(e.name).\(attribute.name): \(problem)")
+        }
+        return value
+    }
+
+    /// The object (existing or new in this import) of an entity with a unique value.
+    private func lookup(_ key: Value, entity: Int) -> ObjectID? {
+        if let id = keyIndex[entity][key] { return id }
+        guard let number = head.uniqueIndexes[entity]?[key] else { return nil }
+        return ObjectID(entity: info[entity].name, number: number)
+    }
+
+    /// The staged copy of an object, loading it from the store the first time.
+    private mutating func touch(_ id: ObjectID) -> Int {
+        let entity = schema.entityIndex(named: id.entity)!
+        if let index = stagedObject(id, entity: entity) { return index }
+        let row = head.tables[entity][id.number]!
+        let index = staged.count
+        staged.append(Staged(id: id, entity: entity, values: row.values, base: row, line: 0))
+        register(id, entity: entity, at: index)
+        return index
+    }
+
+    private func exists(_ id: ObjectID) -> Bool {
+        guard let entity = schema.entityIndex(named: id.entity) else { return false }
+        return stagedObject(id, entity: entity) != nil || head.contains(id)
+    }
+
+    /// Where an object is staged in this batch, if it is.
+    @inline(__always)
+    private func stagedObject(_ id: ObjectID, entity: Int) -> Int? {
+        let number = id.number, base = denseBase[entity]
+        if number >= base {
+            let slot = Int(number - base)
+            if slot < dense[entity].count {
+                let index = dense[entity][slot]
+                return index >= 0 ? Int(index) : nil
+            }
+        }
+        return stagedIndex.isEmpty ? nil : stagedIndex[id]
+    }
+
+    private mutating func register(_ id: ObjectID, entity: Int, at index: Int) {
+        let number = id.number, base = denseBase[entity]
+        if number >= base, number - base <= UInt64(dense[entity].count) + 4096 {
+            let slot = Int(number - base)
+            if slot >= dense[entity].count { dense[entity].append(contentsOf: repeatElement(-1, count: slot + 1 - dense[entity].count)) }
+            dense[entity][slot] = Int32(index)
+        } else {
+            stagedIndex[id] = index
+        }
+    }
+
+    // MARK: - Relationships
+
+    private mutating func setRelationship(_ object: Int, _ index: Int, _ json: JSON, line: Int) throws(ImportError) {
+        // With no reference waiting, none can go stale: no need to count.
+        if pendingCount > 0, let count = settings[SourceKey(object: staged[object].id, property: index)] {
+            settings[SourceKey(object: staged[object].id, property: index)] = count + 1
+        }
+        let e = info[staged[object].entity]
+        let r = e.relationships[index - e.attributeCount]
+        let name = "\(e.name).\(e.entity.propertyNames[index])"
+        let destination = info[r.destination]
+        func reference(_ json: JSON) throws(ImportError) -> Reference {
+            if let u = destination.unique {
+                switch Value.fromJSON(json, as: destination.entity.attributes[u].type) {
+                case .success(let v) where !v.isNull: return .key(v)
+                case .success: break
+                case .failure(let error):
+                    throw ImportError(line: line, message: "\(name): a reference to \(destination.name) by \"\(destination.entity.attributes[u].name)\": \(error.reason)")
+                }
+            }
+            guard case .string(let text) = json, let id = ObjectID(parsing: text), id.entity == destination.name else {
+                throw ImportError(line: line, message: destination.unique == nil
+                    ? "\(name): \(destination.name) has no unique attribute, so a reference is an ID such as \"\(destination.name)/1\", not \(json.text)"
+                    : "\(name): \(json.text) does not name a \(destination.name)")
+            }
+            return .id(id)
+        }
+        func resolve(_ reference: Reference) -> ObjectID? {
+            switch reference {
+            case .key(let key): lookup(key, entity: r.destination)
+            case .id(let id): exists(id) ? id : nil
+            }
+        }
+        if !r.toMany {
+            if case .null = json {
+                setToOne(object, index, nil)
+                return
+            }
+            if case .array = json { throw ImportError(line: line, message: "\(name) is a to-one relationship: give one key or null, not an array") }
+            let ref = try reference(json)
+            if let target = resolve(ref) {
+                setToOne(object, index, target)
+            } else {
+                setToOne(object, index, nil)
+                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, order: nil)
+            }
+            return
+        }
+        guard case .array(let items) = json else {
+            if case .null = json {
+                setToMany(object, index, [])
+                return
+            }
+            throw ImportError(line: line, message: "\(name) is a to-many relationship: give an array of keys, not \(json.kindName)")
+        }
+        var references: [Reference] = []
+        references.reserveCapacity(items.count)
+        var seen = Set<Reference>()
+        for item in items {
+            let ref = try reference(item)
+            guard seen.insert(ref).inserted else { throw ImportError(line: line, message: "\(name) lists \(item.text) twice") }
+            references.append(ref)
+        }
+        var targets: [ObjectID] = []
+        for ref in references {
+            if let target = resolve(ref) {
+                targets.append(target)
+            } else {
+                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, order: references)
+            }
+        }
+        setToMany(object, index, targets)
+    }
+
+    private mutating func addPending(_ reference: Reference, destination: Int, source: ObjectID, property: Int, line: Int, order: [Reference]?) {
+        let key = SourceKey(object: source, property: property)
+        let setting = settings[key] ?? 0
+        settings[key] = setting
+        pending[destination][reference, default: []].append(
+            PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, order: order,
+                             setting: setting))
+        pendingCount += 1
+    }
+
+    /// Whether a waiting reference still stands (no later line set its relationship).
+    private func isCurrent(_ reference: PendingReference) -> Bool {
+        settings[SourceKey(object: reference.source, property: reference.property)] == reference.setting
+    }
+
+    /// The waiting references that still stand.
+    private var standingReferences: [PendingReference] {
+        pending.flatMap { $0.values.joined() }.filter(isCurrent)
+    }
+
+    /// Links the references that waited for a new object.
+    private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) {
+        guard pendingCount > 0, let waiting = pending[entity].removeValue(forKey: reference) else { return }
+        pendingCount -= waiting.count
+        defer { if pendingCount == 0 { settings.removeAll() } }
+        let targetID = staged[target].id
+        for reference in waiting where isCurrent(reference) {
+            let source = touch(reference.source)
+            link(source, reference.property, targetID)
+            if let order = reference.order { reorder(source, reference.property, by: order) }
+        }
+    }
+
+    /// Puts a to-many list in the order a line gave (objects it did not name go last).
+    private mutating func reorder(_ object: Int, _ index: Int, by order: [Reference]) {
+        guard case .objects(let ids) = staged[object].values[index] else { return }
+        let e = info[staged[object].entity]
+        let destination = info[e.relationships[index - e.attributeCount].destination]
+        var position: [Reference: Int] = [:]
+        for (i, ref) in order.enumerated() { position[ref] = i }
+        let keyed = ids.enumerated().map { offset, id -> (Int, Int, ObjectID) in
+            var rank = position[.id(id)]
+            if rank == nil, let u = destination.unique { rank = position[.key(staged[touch(id)].values[u])] }
+            return (rank ?? order.count, offset, id)
+        }
+        staged[object].values[index] = .objects(keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2))  // same members
+    }
+
+    private mutating func setToOne(_ object: Int, _ index: Int, _ target: ObjectID?) {
+        let old = staged[object].values[index].referencedObjects.first
+        if old == target { return }
+        if let old { unlink(object, index, old) }
+        if let target { link(object, index, target) }
+    }
+
+    private mutating func setToMany(_ object: Int, _ index: Int, _ targets: [ObjectID]) {
+        let old = staged[object].values[index].referencedObjects
+        if old == targets { return }
+        let keep = Set(targets)
+        for target in old where !keep.contains(target) { unlink(object, index, target) }
+        for target in targets { link(object, index, target) }
+        // In the line's order (references still to come are added when their objects are).
+        staged[object].values[index] = .objects(targets)
+        if !members.isEmpty { members.removeValue(forKey: SourceKey(object: staged[object].id, property: index)) }
+    }
+
+    /// Makes `object`'s relationship include `target`, and `target`'s inverse include `object`.
+    private mutating func link(_ object: Int, _ index: Int, _ target: ObjectID) {
+        let e = info[staged[object].entity]
+        let r = e.relationships[index - e.attributeCount]
+        let id = staged[object].id
+        if r.toMany {
+            guard !contains(target, in: object, index) else { return }
+            append(target, to: object, index)
+        } else {
+            if case .object(let old) = staged[object].values[index] {
+                if old == target { return }
+                remove(id, from: touch(old), r.inverse)
+            }
+            staged[object].values[index] = .object(target)
+        }
+        let other = touch(target)
+        if r.inverseToMany {
+            if !contains(id, in: other, r.inverse) { append(id, to: other, r.inverse) }
+        } else {
+            if case .object(let previous) = staged[other].values[r.inverse], previous != id {
+                remove(target, from: touch(previous), index)
+            }
+            staged[other].values[r.inverse] = .object(id)
+        }
+    }
+
+    private mutating func unlink(_ object: Int, _ index: Int, _ target: ObjectID) {
+        let e = info[staged[object].entity]
+        let r = e.relationships[index - e.attributeCount]
+        remove(target, from: object, index)
+        remove(staged[object].id, from: touch(target), r.inverse)
+    }
+
+    /// Appends to a to-many list in place (the slot is emptied first, so the list is not copied).
+    private mutating func append(_ id: ObjectID, to object: Int, _ index: Int) {
+        guard case .objects(var ids) = staged[object].values[index] else { return }
+        staged[object].values[index] = .null
+        ids.append(id)
+        staged[object].values[index] = .objects(ids)
+        if !members.isEmpty { members[SourceKey(object: staged[object].id, property: index)]?.insert(id) }
+    }
+
+    /// Whether a to-many list holds `id`: long lists keep a set of their members, so that
+    /// many objects joining one list (20,000 tracks of an album) do not scan it each time.
+    private mutating func contains(_ id: ObjectID, in object: Int, _ index: Int) -> Bool {
+        guard case .objects(let ids) = staged[object].values[index], ids.count > 32 else {
+            return staged[object].values[index].refers(to: id)
+        }
+        let key = SourceKey(object: staged[object].id, property: index)
+        if let set = members[key] { return set.contains(id) }
+        let set = Set(ids)
+        members[key] = set
+        return set.contains(id)
+    }
+
+    /// Takes `id` out of one side of a relationship.
+    private mutating func remove(_ id: ObjectID, from object: Int, _ index: Int) {
+        staged[object].emptiedBy = currentLine
+        switch staged[object].values[index] {
+        case .object(let current) where current == id: staged[object].values[index] = .null
+        case .objects(var ids):
+            if let at = ids.firstIndex(of: id) {
+                staged[object].values[index] = .null
+                ids.remove(at: at)
+                staged[object].values[index] = .objects(ids)
+                if !members.isEmpty { members[SourceKey(object: staged[object].id, property: index)]?.remove(id) }
+            }
+        default: break
+        }
+    }
+
+    // MARK: - Commits
+
+    /// Whether the staged objects can be committed now: every new object has its required
+    /// relationships, or waits for a reference still to come (then not yet).
+    private func readyToCommit() throws(ImportError) -> Bool {
+        var waiting: Set<ObjectID>?
+        // Every staged object: a line may have taken the only target of an existing
+        // object's required relationship (moving it to another owner).
+        for object in staged {
+            let e = info[object.entity]
+            for (offset, r) in e.relationships.enumerated() where !r.optional {
+                let index = e.attributeCount + offset
+                guard object.values[index].referencedObjects.isEmpty else { continue }
+                if waiting == nil {
+                    waiting = Set(standingReferences.map(\.source))
+                }
+                if waiting!.contains(object.id) { return false }
+                throw ImportError(line: max(object.line, object.emptiedBy),
+                                  message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
+                                  + (object.base == nil ? "" : "; this line leaves \(object.id) without one"))
+            }
+        }
+        return true
+    }
+
+    private mutating func commit(report: (Event) -> Void) async throws(ImportError) {
+        defer { linesInBatch = 0 }
+        var changes = ChangeSet(author: author)
+        // Staging checked every constraint of the store's final pass (see `constraintsChecked`).
+        changes.constraintsChecked = true
+        var inserted = 0, updated = 0
+        for object in staged {
+            if let base = object.base {
+                var changed: [PropertyChange] = []
+                for i in object.values.indices where object.values[i] != base.values[i] {
+                    changed.append(PropertyChange(index: i, value: object.values[i]))
+                }
+                guard !changed.isEmpty else { continue }
+                changes.updated.append(ObjectUpdate(id: object.id, baseVersion: base.version, baseValues: base.values, changes: changed))
+                if object.line > 0 { updated += 1 }
+            } else {
+                changes.inserted.append(RowImage(id: object.id, values: object.values))
+                inserted += 1
+            }
+        }
+        if !changes.isEmpty {
+            let result: Result<CommitResult, StoreError>
+            do throws(StoreError) {
+                result = .success(try await store.commit(changes))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let committed):
+                head = committed.generation
+                summary.transactions += 1
+                summary.lastTransaction = committed.transaction
+                summary.inserted += inserted
+                summary.updated += updated
+                report(.committed(transaction: committed.transaction, lines: summary.lines))
+            case .failure(let error):
+                let line = error.object.flatMap { id in schema.entityIndex(named: id.entity).flatMap { stagedObject(id, entity: $0) } }
+                    .map { staged[$0].line } ?? 0
+                throw ImportError(line: line, message: error.message, storeError: error)
+            }
+        }
+        staged.removeAll(keepingCapacity: true)
+        stagedIndex.removeAll(keepingCapacity: true)
+        for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
+        members.removeAll()
+        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
+        for entity in keyIndex.indices { keyIndex[entity].removeAll(keepingCapacity: true) }
+    }
+}
+
+// MARK: - Supporting types
+
+extension JSONLinesImporter {
+    /// How a line names an object: by its entity's unique attribute, or by ID.
+    enum Reference: Hashable {
+        case key(Value)
+        case id(ObjectID)
+
+        func describe(_ destination: EntityInfo) -> String {
+            switch self {
+            case .key(let value): "\(destination.entity.attributes[destination.unique!].name) \(value)"
+            case .id(let id): "ID \(id)"
+            }
+        }
+    }
+
+    /// A relationship value that names an object not seen yet.
+    struct PendingReference {
+        var source: ObjectID
+        var property: Int
+        var line: Int
+        var destination: Int
+        var reference: Reference
+        /// For a to-many relationship, the order the line gave.
+        var order: [Reference]?
+        /// How often the relationship had been set when the reference was made.
+        var setting: Int
+    }
+
+    /// One relationship of one object.
+    struct SourceKey: Hashable {
+        var object: ObjectID
+        var property: Int
+    }
+
+    /// An object the current batch creates or changes.
+    struct Staged {
+        var id: ObjectID
+        var entity: Int
+        var values: [Value]
+        /// The stored row it changes; `nil` for a new object.
+        var base: StoredRow?
+        /// The last line that changed it (0 when only an inverse did).
+        var line: Int
+        /// The last line that took something out of one of its relationships.
+        var emptiedBy = 0
+    }
+
+    /// What the importer needs of an entity, looked up once (a class: one retain per use,
+    /// not one per array inside).
+    final class EntityInfo {
+        struct RelationshipInfo {
+            var toMany: Bool
+            var optional: Bool
+            var destination: Int
+            var inverse: Int
+            var inverseToMany: Bool
+        }
+
+        let entity: Entity
+        let name: String
+        let attributeCount: Int
+        let unique: Int?
+        let propertyIndex: [String: Int]
+        let propertyNames: [String]
+        let relationships: [RelationshipInfo]
+        let initialValues: [Value]
+
+        /// The storage index of a property. A few names are compared in turn (small strings
+        /// compare in a few instructions, faster than hashing); many are hashed.
+        @inline(__always)
+        func index(of name: String) -> Int? {
+            if propertyNames.count <= 16 {
+                for i in propertyNames.indices where propertyNames[i] == name { return i }
+                return nil
+            }
+            return propertyIndex[name]
+        }
+
+        init(_ entity: Entity, schema: Schema) {
+            self.entity = entity
+            propertyNames = entity.propertyNames
+            name = entity.name
+            attributeCount = entity.attributes.count
+            unique = entity.attributes.firstIndex(where: \.isUnique)
+            var index: [String: Int] = [:]
+            for (i, name) in entity.propertyNames.enumerated() { index[name] = i }
+            propertyIndex = index
+            relationships = entity.relationships.map { r in
+                let destination = schema.entity(named: r.destination)!
+                let inverse = destination.propertyIndex(named: r.inverse)!
+                return RelationshipInfo(toMany: r.isToMany, optional: r.isOptional, destination: schema.entityIndex(named: r.destination)!,
+                                        inverse: inverse, inverseToMany: destination.relationships[inverse - destination.attributes.count].isToMany)
+            }
+            initialValues = entity.attributes.map { $0.defaultValue ?? .null } + entity.relationships.map { $0.isToMany ? .objects([]) : .null }
+        }
+    }
+}
+
+extension ObjectID {
+    func entityIndex(in schema: Schema) -> Int { schema.entityIndex(named: entity)! }
+}

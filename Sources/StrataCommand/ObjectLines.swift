@@ -1,0 +1,66 @@
+import Strata
+
+/// Objects in the `query --format jsonl` and `dump` form:
+/// `{"entity":"Artist","id":"Artist/1","values":{"artistID":1,"name":"AC/DC","albums":[1,4]}}`,
+/// every property in storage order, relationships by the destination's unique key (or by
+/// `Entity/N` where the destination has none) — the form `import` reads back.
+struct ObjectLines {
+    let generation: Generation
+    private let schema: Schema
+
+    init(_ generation: Generation) {
+        self.generation = generation
+        schema = generation.schema
+    }
+
+    /// The JSON line of one object.
+    func line(_ object: StoredObject) -> String {
+        json(object).text
+    }
+
+    func json(_ object: StoredObject) -> JSON {
+        let entity = schema.entity(named: object.id.entity)!
+        var values: [(key: String, value: JSON)] = []
+        values.reserveCapacity(entity.propertyCount)
+        for (i, attribute) in entity.attributes.enumerated() {
+            values.append((attribute.name, object.values[i].json))
+        }
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let value = object.values[entity.attributes.count + offset]
+            let json: JSON
+            switch value {
+            case .object(let id): json = reference(id)
+            case .objects(let ids): json = .array(ids.map(reference))
+            default: json = relationship.isToMany ? .array([]) : .null
+            }
+            values.append((relationship.name, json))
+        }
+        return .object([("entity", .string(object.id.entity)), ("id", .string(object.id.description)), ("values", .object(values))])
+    }
+
+    /// How a relationship names an object: its unique value, or its ID.
+    func reference(_ id: ObjectID) -> JSON {
+        if let entity = schema.entity(named: id.entity), let unique = entity.attributes.firstIndex(where: \.isUnique),
+            let target = generation.object(id), !target.values[unique].isNull
+        {
+            return target.values[unique].json
+        }
+        return .string(id.description)
+    }
+
+    /// A value as a table cell: text as it is, references by key, nothing for nil.
+    func cell(_ value: Value) -> String {
+        switch value {
+        case .null: ""
+        case .string(let s): s
+        case .object(let id): plain(reference(id))
+        case .objects(let ids): "[" + ids.map { plain(reference($0)) }.joined(separator: ", ") + "]"
+        default: plain(value.json)
+        }
+    }
+
+    private func plain(_ json: JSON) -> String {
+        if case .string(let s) = json { return s }
+        return json.text
+    }
+}
