@@ -3,11 +3,14 @@ import Strata
 import Synchronization
 
 /// Sums the library work the main actor does, from the contexts' instrumentation: every
-/// save, merge, fetch, child-save application and change processing that ran on the main
-/// executor while the meter was recording.
+/// save, merge, fetch, child-save application, change processing and live-results update
+/// that ran on the main executor while the meter was recording. Busy time is the processor
+/// time of that work (what Kugler's "time on the main thread" sampled); wall time adds the
+/// moments the main thread was runnable but another thread had the processor.
 final class MainActorMeter: Sendable {
     struct Totals: Sendable {
         var busy: Duration = .zero
+        var wall: Duration = .zero
         var longest: Duration = .zero
         var longestOperation = ""
         var operations = 0
@@ -22,9 +25,10 @@ final class MainActorMeter: Sendable {
             guard event.executor == .main else { return }
             self.state.withLock { state in
                 guard state.recording else { return }
-                state.totals.busy += event.duration
+                state.totals.busy += event.processorTime
+                state.totals.wall += event.duration
                 state.totals.operations += 1
-                state.totals.byOperation[event.operation, default: .zero] += event.duration
+                state.totals.byOperation[event.operation, default: .zero] += event.processorTime
                 if event.duration > state.totals.longest {
                     state.totals.longest = event.duration
                     state.totals.longestOperation = "\(event.operation) of \(event.objectCount) objects in \(event.context)"

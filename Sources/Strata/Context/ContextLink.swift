@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What a context shares with its graph and its children, readable from any isolation:
 /// its place in the tree, its published pending changes, its pinned generation.
@@ -66,9 +71,18 @@ final class ContextLink: Sendable {
         guard let observer else { return try body() }
         let clock = ContinuousClock()
         let start = clock.now
+        let processorStart = Self.threadProcessorTime()
         let result = try body()
+        let processorTime = Self.threadProcessorTime() - processorStart
         observer(ContextEvent(context: name, executor: executor.kind, operation: operation, start: start,
-                              duration: clock.now - start, objectCount: objects(result)))
+                              duration: clock.now - start, processorTime: processorTime, objectCount: objects(result)))
         return result
+    }
+
+    /// The processor time the calling thread has used.
+    static func threadProcessorTime() -> Duration {
+        var time = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return .zero }
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 }

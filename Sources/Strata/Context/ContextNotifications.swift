@@ -139,8 +139,13 @@ public struct ContextEvent: Sendable, Hashable {
     public var operation: Operation
     /// When it started.
     public var start: ContinuousClock.Instant
-    /// How long it ran on the context's executor.
+    /// How long it ran on the context's executor (wall-clock: time the thread was
+    /// preempted while running it counts).
     public var duration: Duration
+    /// The processor time the thread spent on it (`CLOCK_THREAD_CPUTIME_ID`): the work
+    /// itself, without the time other threads held the processor. Zero where the platform
+    /// cannot say.
+    public var processorTime: Duration
     /// How many objects it touched (for a merge: the registered objects it refreshed or
     /// invalidated, not the size of the save).
     public var objectCount: Int

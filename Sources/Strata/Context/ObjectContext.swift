@@ -386,11 +386,16 @@ extension ObjectContext {
     @discardableResult
     public func merge(_ save: DidSave) -> [Conflict] {
         let found = link.measure(.merge, objects: { $0.touched }) {
-            graph.merge(save, policy: mergePolicy)
+            let merged = graph.merge(save, policy: mergePolicy)
+            // Every object the save touched, for those who follow this context's changes
+            // (live results may gain objects it does not hold); nobody following, no cost.
+            if !graph.resultsObservers.isEmpty || changes.hasSubscribers {
+                graph.pendingNotification.merged.formUnion(save.inserted)
+                graph.pendingNotification.merged.formUnion(save.updated)
+                graph.pendingNotification.merged.formUnion(save.deleted)
+            }
+            return merged
         }.conflicts
-        graph.pendingNotification.merged.formUnion(save.inserted)
-        graph.pendingNotification.merged.formUnion(save.updated)
-        graph.pendingNotification.merged.formUnion(save.deleted)
         if let generation = save.generation { advancePin(to: generation) }
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }

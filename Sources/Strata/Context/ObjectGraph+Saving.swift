@@ -375,8 +375,18 @@ extension ObjectGraph {
             noteChanged(object)
             pendingNotification.invalidated.insert(id)
         }
-        for id in save.updated + save.inserted {
-            guard let object = registered[id], object.isLoaded, let row = save.values[id] else { continue }
+        // The objects held here that the save changed: found from whichever side is smaller,
+        // so that a merge into a context holding few objects costs what it holds.
+        var changed: [(id: ObjectID, object: ManagedObject)] = []
+        if registered.count < save.updated.count + save.inserted.count {
+            for (id, object) in registered where save.values[id] != nil { changed.append((id, object)) }
+            changed.sort { $0.id < $1.id }
+        } else {
+            for id in save.updated { if let object = registered[id] { changed.append((id, object)) } }
+            for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
+        }
+        for (id, object) in changed {
+            guard object.isLoaded, let row = save.values[id] else { continue }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
             // Only the keys the save changed: the rest of its row may be older than what this
             // context holds (a state it handed to its parent that is not committed yet).
