@@ -23,7 +23,7 @@ extension ObjectContext {
     /// The IDs of the objects a request matches (see ``fetch(_:)-(FetchRequest)``).
     public func fetchIDs(_ request: FetchRequest) throws(StoreError) -> [ObjectID] {
         try link.measure(.fetch, objects: { $0.count }) { () throws(StoreError) -> [ObjectID] in
-            let (bound, rows) = try matches(request)
+            let (bound, rows) = try graph.matches(request, values: false)
             let name = schema.entities[bound.entity].name
             return rows.map { ObjectID(entity: name, number: $0.number) }
         }
@@ -89,12 +89,14 @@ extension ObjectContext {
 
 extension ObjectGraph {
     /// Matching rows as this context sees them.
-    func matches(_ request: FetchRequest, ordered: Bool = true) throws(StoreError) -> (bound: BoundRequest, rows: [(number: UInt64, values: [Value])]) {
+    /// - Parameter values: `false` when the caller needs only the object numbers (see
+    ///   ``Generation/matches(_:values:)``); rows may then come without values.
+    func matches(_ request: FetchRequest, ordered: Bool = true, values: Bool = true) throws(StoreError) -> (bound: BoundRequest, rows: [(number: UInt64, values: [Value])]) {
         let bound = try BoundRequest(request, schema: schema)
         let view = link.sourceView()
         guard request.includesPendingChanges else {
             // What the store holds: the generation under every pending layer.
-            return (bound, view.generation.matches(bound))
+            return (bound, view.generation.matches(bound, values: values || !ordered))
         }
         let entityName = schema.entities[bound.entity].name
         // Objects whose values here may differ from the generation's.
@@ -102,7 +104,7 @@ extension ObjectGraph {
         for layer in view.layers { layer.rows[bound.entity].forEach { number, _ in changed.insert(number) } }
         for id in inserted.union(updated).union(deleted) where id.entity == entityName { changed.insert(id.number) }
         if changed.isEmpty {
-            return (bound, view.generation.matches(bound))
+            return (bound, view.generation.matches(bound, values: values || !ordered))
         }
         let reader = ContextReader(graph: self, view: view)
         var rows: [(number: UInt64, values: [Value])] = []

@@ -24,8 +24,10 @@ extension Generation {
     }
 
     /// Matching rows, ordered and windowed.
-    func matches(_ bound: BoundRequest) -> [(number: UInt64, values: [Value])] {
-        if let ordered = orderedByIndex(bound) { return ordered }
+    /// - Parameter values: `false` when the caller needs only the object numbers, which lets
+    ///   a sorted page read from an index skip reading the rows.
+    func matches(_ bound: BoundRequest, values: Bool = true) -> [(number: UInt64, values: [Value])] {
+        if let ordered = orderedByIndex(bound, values: values) { return ordered }
         var rows: [(number: UInt64, values: [Value])] = []
         forEachCandidate(bound) { number, values in
             if bound.matches(values, reader: self) { rows.append((number, values)) }
@@ -135,7 +137,10 @@ extension Generation {
     ///     considers itself).
     ///   - windowed: `false` returns the rows walked, unordered by later keys and unwindowed,
     ///     for a caller that adds rows of its own before ordering.
-    func orderedByIndex(_ bound: BoundRequest, skipping: Set<UInt64> = [], windowed: Bool = true) -> [(number: UInt64, values: [Value])]? {
+    ///   - values: `false` returns object numbers with empty values; a request without a
+    ///     predicate sorted by the index's key alone then reads no row at all (the index
+    ///     holds only existing rows, and their keys order them).
+    func orderedByIndex(_ bound: BoundRequest, skipping: Set<UInt64> = [], windowed: Bool = true, values: Bool = true) -> [(number: UInt64, values: [Value])]? {
         guard let limit = bound.limit, let first = bound.sort.first, first.path.steps.count == 1, !first.path.isCount,
             case .attribute = first.path.steps[0].kind,
             hasOrderedIndex(entity: bound.entity, attribute: first.path.steps[0].index),
@@ -143,6 +148,20 @@ extension Generation {
         else { return nil }
         guard let index = orderedIndex(entity: bound.entity, attribute: first.path.steps[0].index) else { return nil }
         let needed = bound.offset + limit
+        if !values, windowed, bound.predicate == nil, bound.sort.count == 1 {
+            var found: [(number: UInt64, key: Value)] = []
+            index.forEach(descending: !first.ascending) { number, key in
+                if found.count >= needed, let last = found.last, SortedIndex.compare(key, last.key) != .orderedSame { return false }
+                if !skipping.contains(number) { found.append((number, key)) }
+                return true
+            }
+            // The order `BoundRequest.order` gives: by the key, equal keys by object number.
+            found.sort { a, b in
+                let order = SortedIndex.compare(a.key, b.key)
+                return order == .orderedSame ? a.number < b.number : (order == .orderedAscending) == first.ascending
+            }
+            return bound.window(found.map { (number: $0.number, values: [Value]()) })
+        }
         var rows: [(number: UInt64, values: [Value])] = []
         var lastKey: Value?
         index.forEach(descending: !first.ascending) { number, key in

@@ -140,6 +140,7 @@ import Testing
         // A context with pending changes on top: renamed titles, changed numbers, a deletion, an insert.
         let coordinator = Coordinator(store: indexed, modelClasses: [Artist.self, Album.self, Song.self])
         let context = ObjectContext(coordinator: coordinator, name: "pending")
+        let clean = ObjectContext(coordinator: coordinator, name: "clean")
         let changes = UInt64.random(in: 0...UInt64.max, using: &rng)
         await context.perform { c in
             var local = SeededGenerator(seed: changes)
@@ -203,6 +204,11 @@ import Testing
             let expectedPending = Reference(objects: contextState, schema: g.schema).fetch(request)
             let fromContext = try await context.perform { c in try c.fetchIDs(request) }
             #expect(fromContext == expectedPending, "in the context: \(context_)")
+
+            // A context without changes fetches through the store's plan (IDs only: a sorted
+            // page of an index reads no rows).
+            let fromClean = try await clean.perform { c in try c.fetchIDs(request) }
+            #expect(fromClean == expected, "in a context without changes: \(context_)")
         }
         await indexed.close()
         await plain.close()
