@@ -91,7 +91,7 @@ public final class Journal: Sendable {
     private let groupComplete = DispatchSemaphore(value: 0)
     /// Called on the writer queue each time transactions become durable (with the last
     /// one), before their waiters resume — the store publishes generations here.
-    private let durabilityObserver = Locked<(@Sendable (UInt64) -> Void)?>(nil)
+    private let durabilityObserver = Locked<DurabilityObserver?>(nil)
     let state: Locked<State>
 
     /// A segment file of the store.
@@ -271,7 +271,7 @@ public final class Journal: Sendable {
     /// durable under `.full` or `.relaxed` (with the number of the last), before anyone
     /// waiting for them resumes. It must not block or call back into the journal.
     func observeDurability(_ observer: @escaping @Sendable (UInt64) -> Void) {
-        durabilityObserver.withLock { $0 = observer }
+        durabilityObserver.withLock { $0 = DurabilityObserver(call: observer) }
     }
 
     /// Enqueues a transaction and waits until it is durable.
@@ -390,7 +390,7 @@ public final class Journal: Sendable {
         current.size += Int64(batch.count)
         current.transactions += count
         if durability == .full { configuration.acknowledgementObserver?(current.segment.path, current.size) }
-        if durability != .none, let observer = durabilityObserver.withLock({ $0 }) {
+        if durability != .none, let observer = durabilityObserver.withLock({ $0?.call }) {
             // Before the journal's own state says so, so that waiters resumed below find
             // whatever the observer publishes already in place.
             observer(last)
@@ -542,4 +542,12 @@ public final class Journal: Sendable {
         }
         return releasingLock ? nil : lock
     }
+}
+
+/// The durability observer, boxed in a struct: a closure held directly as a lock's generic
+/// state was re-abstracted by the `inout` access of each read, every read wrapping it in
+/// more thunks — a store called its observer through a chain that grew with every batch it
+/// wrote (15 % of a small-commit workload's processor time; `JournalGroupCommitTests`).
+struct DurabilityObserver: Sendable {
+    let call: @Sendable (UInt64) -> Void
 }

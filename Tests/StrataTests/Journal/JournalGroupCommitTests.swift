@@ -12,6 +12,24 @@ import Testing
         let next = Locked(0)
     }
 
+    /// The durability observer (how the store publishes generations) is called the same
+    /// way after the thousandth batch as after the first: holding it must not wrap it in
+    /// more thunks at each read (it did once, and every batch grew the chain).
+    @Test func durabilityObserverStaysFlat() async throws {
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(durability: .relaxed, fileIO: InMemoryFileIO()))
+        let depths = Locked<[Int]>([])
+        journal.observeDurability { _ in
+            let depth = Thread.callStackReturnAddresses.count
+            depths.withLock { $0.append(depth) }
+        }
+        let history = History(seed: 7, count: 300)
+        for record in history.records { try await journal.append(record) }
+        let seen = depths.withLock { $0 }
+        #expect(seen.count >= 2)
+        #expect((seen.last ?? 0) <= (seen.first ?? 0) + 2, "call depth of the observer: \(seen.first ?? 0) at first, \(seen.last ?? 0) at last")
+        await journal.close()
+    }
+
     @Test func fourAppendersShareSyncs() async throws {
         let appenders = 4
         let history = History(seed: 31, count: appenders * 25)
