@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import Synchronization
 
 /// Kugler's shootout: the same import through every stack while the simulated UI ticks on
 /// the main actor; what each stack costs the main actor and how fast data gets in and
@@ -223,12 +222,4 @@ struct ShootoutScenario: Scenario {
             visibleAfter: visibleAfter, durableAfter: durableAfter, peakMegabytes: peak,
             busyByOperation: busy.byOperation.mapValues(\.seconds))
     }
-}
-
-/// Values appended from any task, read at the end.
-final class Collector<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
-    func append(_ element: Element) { storage.withLock { $0.append(element) } }
-    var values: [Element] { storage.withLock { $0 } }
-    var count: Int { storage.withLock { $0.count } }
 }

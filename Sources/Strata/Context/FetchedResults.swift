@@ -123,28 +123,13 @@ public final class FetchedResults<Object: ManagedObject> {
     private func searchTouches(_ change: ObjectsDidChange) -> Bool {
         // Key paths may reach other entities, so any change can matter unless the request
         // reads only its own entity's attributes.
-        let ownOnly = bound.sort.allSatisfy { $0.path.steps.count == 1 } && (request.predicate == nil || !predicateFollowsRelationships)
+        let ownOnly = bound.sort.allSatisfy { $0.path.steps.count == 1 } && (bound.predicate?.readsOwnAttributesOnly ?? true)
             && searchPredicate == nil
         if !ownOnly { return true }
         func mine(_ id: ObjectID) -> Bool { id.entity == entityName }
         return change.inserted.contains(where: mine) || change.deleted.contains(where: mine) || change.updated.keys.contains(where: mine)
             || change.refreshed.contains(where: mine) || change.invalidated.contains(where: mine)
             || change.merged.contains(where: mine)
-    }
-
-    private var predicateFollowsRelationships: Bool {
-        guard let predicate = request.predicate else { return false }
-        return Self.follows(predicate)
-    }
-
-    private static func follows(_ predicate: ObjectPredicate) -> Bool {
-        switch predicate {
-        case .constant: false
-        case .and(let parts), .or(let parts): parts.contains(where: follows)
-        case .not(let inner): follows(inner)
-        case .comparison(let c):
-            [c.left, c.right].contains { if case .key(let k) = $0 { k.contains(".") } else { false } }
-        }
     }
 
     private func refresh(reportingDiff: Bool, updated: Set<ObjectID> = []) {

@@ -686,13 +686,13 @@ extension JSONLinesImporter {
             var index: [String: Int] = [:]
             for (i, name) in entity.propertyNames.enumerated() { index[name] = i }
             propertyIndex = index
-            relationships = entity.relationships.map { r in
-                let destination = schema.entity(named: r.destination)!
-                let inverse = destination.propertyIndex(named: r.inverse)!
-                return RelationshipInfo(toMany: r.isToMany, optional: r.isOptional, destination: schema.entityIndex(named: r.destination)!,
-                                        inverse: inverse, inverseToMany: destination.relationships[inverse - destination.attributes.count].isToMany)
+            let entityIndex = schema.entityIndex(named: entity.name)!
+            relationships = entity.relationships.enumerated().map { offset, r in
+                let link = schema.layout.relationship(entity: entityIndex, property: entity.attributes.count + offset)!
+                return RelationshipInfo(toMany: link.isToMany, optional: r.isOptional, destination: link.destination,
+                                        inverse: link.inverse, inverseToMany: link.inverseIsToMany)
             }
-            initialValues = entity.attributes.map { $0.defaultValue ?? .null } + entity.relationships.map { $0.isToMany ? .objects([]) : .null }
+            initialValues = entity.newObjectValues
         }
     }
 }

@@ -61,14 +61,13 @@ public final class MigrationDestination {
         nextNumber = next
         let schema = step.destination
         newRows = schema.entities.map(\.newObjectValues)
-        relationshipInfo = schema.entities.map { entity in
+        relationshipInfo = schema.entities.enumerated().map { entityIndex, entity in
             (0..<entity.propertyCount).map { index -> RelationshipInfo? in
-                guard case .relationship(let r) = entity.property(at: index) else { return nil }
-                let destination = schema.entityIndex(named: r.destination)!
-                let target = schema.entities[destination]
-                let inverse = target.propertyIndex(named: r.inverse)!
-                return RelationshipInfo(name: r.name, isToMany: r.isToMany, destinationName: target.name, destination: destination,
-                                        inverse: inverse, inverseIsToMany: target.relationships[inverse - target.attributes.count].isToMany)
+                guard case .relationship(let r) = entity.property(at: index),
+                    let link = schema.layout.relationship(entity: entityIndex, property: index)
+                else { return nil }
+                return RelationshipInfo(name: r.name, isToMany: link.isToMany, destinationName: r.destination, destination: link.destination,
+                                        inverse: link.inverse, inverseIsToMany: link.inverseIsToMany)
             }
         }
     }

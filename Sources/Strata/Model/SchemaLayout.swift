@@ -44,6 +44,32 @@ final class SchemaLayout: Sendable {
 
     let entities: [EntityLayout]
     let entityIndexes: [String: Int]
+
+    /// A relationship as the importer and migrations link objects through it.
+    struct RelationshipLayout {
+        let isToMany: Bool
+        /// The destination entity's storage index.
+        let destination: Int
+        /// The inverse's storage index in the destination entity.
+        let inverse: Int
+        let inverseIsToMany: Bool
+    }
+
+    /// The relationship at a property's storage index, or `nil` for an attribute.
+    func relationship(entity: Int, property: Int) -> RelationshipLayout? {
+        let layout = entities[entity]
+        let (isToMany, destination): (Bool, Int)
+        switch layout.kinds[property] {
+        case .attribute: return nil
+        case .toOne(let d): (isToMany, destination) = (false, d)
+        case .toMany(let d): (isToMany, destination) = (true, d)
+        }
+        let inverse = layout.inverseIndexes[property]
+        guard case .toMany = entities[destination].kinds[inverse] else {
+            return RelationshipLayout(isToMany: isToMany, destination: destination, inverse: inverse, inverseIsToMany: false)
+        }
+        return RelationshipLayout(isToMany: isToMany, destination: destination, inverse: inverse, inverseIsToMany: true)
+    }
     /// The entity names in storage order, for the linear lookup of small schemas.
     private let names: [String]
 

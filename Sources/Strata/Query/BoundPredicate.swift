@@ -144,8 +144,8 @@ struct BoundPredicate: @unchecked Sendable {
         root = try Self.bind(predicate, entity: entity, schema: schema)
     }
 
-    /// Whether the predicate reads only the object's own attributes (no key path follows a
-    /// relationship), so that a row's verdict depends on that row alone.
+    /// Whether the predicate reads only the object's own row (no key path follows a
+    /// relationship to another object), so that a row's verdict depends on that row alone.
     var readsOwnAttributesOnly: Bool {
         func own(_ node: Node) -> Bool {
             switch node {
