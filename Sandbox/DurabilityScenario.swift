@@ -11,40 +11,45 @@ struct DurabilityScenario: Scenario {
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let saves = options.objects ?? 400
         var results: [JSON] = []
-        var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save"]]
+        var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save", "CPU µs/save"]]
         var fullRates: [Int: Double] = [:]
         var fullSingleP50 = 0.0
         var bytesPerSave = 0.0
+        var raw: [Double] = []
         for durability in [Durability.full, .relaxed, .none] {
-            for writers in [1, 4] {
-                progress("durability: \(durability.rawValue), \(writers) writer(s), \(saves) saves × \(options.runs) runs")
-                var rates: [Double] = []
-                var latencies: [Double] = []
-                var syncsPerSave: [Double] = []
-                for run in 0..<options.runs {
+            progress("durability: \(durability.rawValue), 1 and 4 writers, \(saves) saves × \(options.runs) runs")
+            var outcomes: [Int: [Outcome]] = [:]
+            // One writer and four take turns, run by run (and under .full the raw floor with
+            // them), so that a disk or processor busier in one stretch of time than another
+            // weighs on every configuration alike.
+            for run in 0..<options.runs {
+                for writers in [1, 4] {
                     let outcome = try await measure(durability: durability, writers: writers, saves: saves, seed: options.seed &+ UInt64(run))
-                    rates.append(outcome.rate)
-                    latencies += outcome.latencies
-                    syncsPerSave.append(outcome.syncsPerSave)
-                    if durability == .full && writers == 1 { bytesPerSave = outcome.bytesPerSave }
+                    outcomes[writers, default: []].append(outcome)
+                    if durability == .full && writers == 1 {
+                        bytesPerSave = outcome.bytesPerSave
+                        raw += try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves)
+                    }
                 }
-                let rate = Measure.median(rates)
+            }
+            for writers in [1, 4] {
+                let runs = outcomes[writers] ?? []
+                let rate = Measure.median(runs.map(\.rate))
+                let latencies = runs.flatMap(\.latencies)
                 if durability == .full { fullRates[writers] = rate }
                 let p50 = Measure.quantile(latencies, 0.5) * 1000, p99 = Measure.quantile(latencies, 0.99) * 1000
                 if durability == .full && writers == 1 { fullSingleP50 = p50 }
-                let syncs = Measure.median(syncsPerSave)
+                let syncs = Measure.median(runs.map(\.syncsPerSave))
+                let processor = Measure.median(runs.map(\.processorPerSave)) * 1e6
                 results.append(.object([
                     ("durability", .string(durability.rawValue)), ("writers", .int(Int64(writers))),
                     ("savesPerSecond", number(rate, decimals: 1)),
                     ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
-                    ("fsyncsPerSave", number(syncs)),
+                    ("fsyncsPerSave", number(syncs)), ("processorMicrosecondsPerSave", number(processor, decimals: 1)),
                 ]))
-                table.append([durability.rawValue, String(writers), format(rate), format(p50), format(p99), format(syncs)])
+                table.append([durability.rawValue, String(writers), format(rate), format(p50), format(p99), format(syncs), format(processor)])
             }
         }
-        progress("durability: raw append+fsync of \(Int(bytesPerSave)) bytes × \(saves) × \(options.runs) runs (the floor for one save)")
-        var raw: [Double] = []
-        for _ in 0..<options.runs { raw += try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves) }
         let rawP50 = Measure.quantile(raw, 0.5) * 1000, rawP99 = Measure.quantile(raw, 0.99) * 1000
         results.append(.object([
             ("durability", .string("raw append+fsync")), ("writers", .int(1)),
@@ -52,7 +57,7 @@ struct DurabilityScenario: Scenario {
             ("latencyMs", .object([("p50", number(rawP50)), ("p99", number(rawP99))])),
             ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
         ]))
-        table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1"])
+        table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1", ""])
         let ratio = (fullRates[4] ?? 0) / max(fullRates[1] ?? 1, 1e-9)
         let latencyRatio = fullSingleP50 / max(rawP50, 1e-9)
         let verdict = "group commit: 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
@@ -65,6 +70,8 @@ struct DurabilityScenario: Scenario {
         var latencies: [Double]
         var syncsPerSave: Double
         var bytesPerSave: Double
+        /// Processor time of the whole process (every thread) per save.
+        var processorPerSave: Double
     }
 
     /// Latencies of `count` appends of `bytes` bytes to a plain file, each followed by fsync.
@@ -96,6 +103,7 @@ struct DurabilityScenario: Scenario {
         let perWriter = saves / writers
         let keys = Counter()
         let start = Measure.now()
+        let processorStart = Measure.processorSeconds()
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for _ in 0..<writers {
                 group.addTask {
@@ -118,12 +126,14 @@ struct DurabilityScenario: Scenario {
             return all
         }
         let elapsed = Measure.seconds(since: start)
+        let processor = Measure.processorSeconds() - processorStart
         let statistics = store.journal.statistics
         await store.close()
         let count = perWriter * writers
         return Outcome(rate: Double(count) / elapsed, latencies: latencies,
                        syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)),
-                       bytesPerSave: Double(statistics.bytes) / Double(max(count, 1)))
+                       bytesPerSave: Double(statistics.bytes) / Double(max(count, 1)),
+                       processorPerSave: processor / Double(max(count, 1)))
     }
 }
 

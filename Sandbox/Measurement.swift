@@ -15,6 +15,18 @@ enum Measure {
 
     static func median(_ values: [Double]) -> Double { quantile(values, 0.5) }
 
+    /// Processor time (user + system) the process has used, in seconds.
+    static func processorSeconds() -> Double {
+        var usage = rusage()
+        #if os(Linux)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
     /// A field of `/proc/self/status` in kilobytes (VmHWM: peak resident; VmRSS: resident).
     static func status(_ field: String) -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }

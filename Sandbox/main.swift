@@ -43,6 +43,12 @@ enum SandboxMain {
             exit(0)
         }
 
+        if arguments.first == "--help" || arguments.first == "-h" || arguments.first == "help" {
+            printLine(usage)
+            printLine("With no scenario: the shootout. `sandbox list` names the scenarios and the stacks;")
+            printLine("docs/PERFORMANCE.md gives the figures of each on the project's machine.")
+            exit(0)
+        }
         if arguments.first == "list" {
             for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
             printLine("all                  every scenario above, one after another")

@@ -61,6 +61,9 @@ import Testing
             #expect(list.output.contains(name + " "), "sandbox list names \(name)")
         }
         #expect(list.output.contains("main-parent, nested, shared-coordinator, separate-coordinators, hybrid"))
+        let help = try run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.output.hasPrefix("usage: sandbox"))
         let unknown = try run(["no-such-scenario"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains("unknown scenario 'no-such-scenario'"))
@@ -100,6 +103,26 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg") && html.contains("<polyline"), "a lateness chart")
         #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"), "no external assets, no scripts")
+    }
+
+    @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
+    func durability() throws {
+        let jsonPath = temporaryPath("durability.json")
+        defer { try? FileManager.default.removeItem(atPath: jsonPath) }
+        let result = try run(["durability", "--objects", "40", "--runs", "2", "--json", jsonPath])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("→ group commit: 4 writers at .full make"))
+        let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
+        #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")" }
+                == ["full/1", "full/4", "relaxed/1", "relaxed/4", "none/1", "none/4", "raw append+fsync/1"])
+        for row in results {
+            #expect(row["savesPerSecond"] is NSNumber && row["fsyncsPerSave"] is NSNumber, "\(row)")
+            #expect((row["latencyMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "p99"], "\(row)")
+        }
+        for row in results.prefix(6) { #expect((row["processorMicrosecondsPerSave"] as? Double ?? 0) > 0, "\(row)") }
+        // One writer syncs once per save; without syncs nothing is synced at all.
+        #expect(results[0]["fsyncsPerSave"] as? Double == 1)
+        #expect(results[2]["fsyncsPerSave"] as? Double == 0 && results[4]["fsyncsPerSave"] as? Double == 0)
     }
 
     @Test("editor-cancel, edit-during-import and concurrent-writers hold their invariants in every stack")
