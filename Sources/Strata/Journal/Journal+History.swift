@@ -6,7 +6,8 @@ extension Journal {
     /// have been folded into a checkpoint by compaction), oldest first.
     ///
     /// Reads the segment files; safe while appends continue (a record being written is not
-    /// returned).
+    /// returned). Under ``Durability/none`` the newest transactions may not be written yet:
+    /// ``flush()`` first.
     /// - Throws: ``StoreError`` if a segment cannot be read or is damaged.
     public func transactions(after transaction: UInt64 = 0) throws(StoreError) -> [TransactionRecord] {
         let segments = state.withLock { $0.segments }

@@ -247,6 +247,8 @@ public final class Journal: Sendable {
     /// ``Durability`` (immediately for one already durable).
     /// - Throws: ``StoreError/Code/poisoned`` if a write or sync failed before it was durable.
     public func waitUntilDurable(_ number: UInt64) async throws(StoreError) {
+        // Already durable (always so under `.none`): no suspension.
+        if state.withLock({ $0.lastDurable >= number }) { return }
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let immediate: Result<Void, StoreError>? = state.withLock { s in
@@ -264,6 +266,20 @@ public final class Journal: Sendable {
             throw error
         } catch {
             preconditionFailure("journal waits only fail with StoreError, not \(error)")
+        }
+    }
+
+    /// Waits until every transaction enqueued before the call is written to its segment
+    /// file (not synced).
+    ///
+    /// Under ``Durability/full`` and ``Durability/relaxed`` a transaction is written once it
+    /// is durable. Under ``Durability/none`` appends are acknowledged before they are
+    /// written: flush before reading ``transactions(after:)`` or copying the store's files.
+    public func flush() async {
+        // The writer drains everything pending before its queue runs anything queued after
+        // the append that scheduled it.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writerQueue.async { continuation.resume() }
         }
     }
 

@@ -53,7 +53,7 @@ extension Store {
         }
         let number = notification.transaction
         try await journal.waitUntilDurable(number)
-        await ensurePublished(number)
+        ensurePublished(number)
         return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved, notification: notification)
     }
 }

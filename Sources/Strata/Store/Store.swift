@@ -36,8 +36,10 @@ public final class Store: Sendable {
     /// What readers see. Never held while anything else is done.
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
-    /// Publishes generations and delivers notifications in transaction order.
-    private let deliveryQueue = DispatchQueue(label: "strata.store.delivery")
+    /// Held while generations are published and their notifications delivered, so that
+    /// they go out in transaction order whichever thread publishes (the journal's writer,
+    /// or a committer under `.none`). Taken before `pending` and `published`.
+    private let publishing = Locked<Void>(())
 
     struct CommitState: Sendable {
         /// The newest generation, including commits not yet durable (what commits are checked against).
@@ -131,29 +133,26 @@ public final class Store: Sendable {
     }
 
     /// Publishes every pending generation up to transaction `durable`, in order, and
-    /// delivers their notifications. Called on one serial queue at a time: the journal's
-    /// writer queue (`.full`, `.relaxed`) or the delivery queue (`.none`, and stragglers).
+    /// delivers their notifications: on the journal's writer queue as batches become
+    /// durable (`.full`, `.relaxed`), and by committers themselves under `.none`.
     private func publish(through durable: UInt64) {
-        let ready = pending.withLock { queue -> [(generation: Generation, notification: CommitNotification)] in
-            let count = queue.prefix { $0.generation.transaction <= durable }.count
-            defer { queue.removeFirst(count) }
-            return Array(queue.prefix(count))
+        publishing.withLock { _ in
+            let ready = pending.withLock { queue -> [(generation: Generation, notification: CommitNotification)] in
+                let count = queue.prefix { $0.generation.transaction <= durable }.count
+                defer { queue.removeFirst(count) }
+                return Array(queue.prefix(count))
+            }
+            guard let newest = ready.last else { return }
+            published.withLock { $0 = newest.generation }
+            subscribers.yield(contentsOf: ready.map(\.notification))
         }
-        guard let newest = ready.last else { return }
-        published.withLock { $0 = newest.generation }
-        subscribers.yield(contentsOf: ready.map(\.notification))
     }
 
     /// Makes sure transaction `number` is published before a commit returns it (the
     /// writer queue normally has; under `.none` nothing else does).
-    func ensurePublished(_ number: UInt64) async {
+    func ensurePublished(_ number: UInt64) {
         guard currentGeneration.transaction < number else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            deliveryQueue.async {
-                self.publish(through: self.journal.lastDurableTransaction)
-                continuation.resume()
-            }
-        }
+        publish(through: journal.lastDurableTransaction)
     }
 
     // MARK: - Maintenance
@@ -174,7 +173,7 @@ public final class Store: Sendable {
     /// Closes the store; unless `releasingLock`, keeps the write lock and returns it.
     func close(releasingLock: Bool) async -> StoreLock? {
         let lock = await journal.close(releasingLock: releasingLock)
-        await ensurePublished(journal.lastDurableTransaction)
+        ensurePublished(journal.lastDurableTransaction)
         subscribers.finish()
         return lock
     }
