@@ -75,7 +75,8 @@ public struct DidSave: Sendable, Hashable {
 public struct ObjectsDidChange: Sendable, Hashable {
     /// Objects inserted.
     public var inserted: Set<ObjectID> = []
-    /// Objects whose values changed in this context, with the keys.
+    /// Objects whose values changed in this context, with the keys — objects inserted in an
+    /// earlier turn and not saved yet included (as in Core Data's notification).
     public var updated: [ObjectID: Set<String>] = [:]
     /// Objects deleted in this context.
     public var deleted: Set<ObjectID> = []

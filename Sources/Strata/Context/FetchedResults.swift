@@ -88,14 +88,14 @@ public final class FetchedResults<Object: ManagedObject> {
         refresh(reportingDiff: false)
     }
 
-    private func fetchSnapshot() throws(StoreError) -> ResultsSnapshot {
+    private func fetchSnapshot(pending: PendingRows.Cache? = nil) throws(StoreError) -> ResultsSnapshot {
         var request = self.request
         request.sortBy = bound.sort.map { SortKey($0.path.text, ascending: $0.ascending) }
         if let search = searchPredicate {
             request.predicate = request.predicate.map { $0 && search } ?? search
         }
-        let (bound, rows) = try graph.matches(request)
-        let reader = ContextReader(graph: graph, view: graph.link.sourceView())
+        let (bound, rows) = try graph.matches(request, pending: pending)
+        let reader = ContextReader(graph: graph, view: pending?.view ?? graph.link.sourceView())
         let name = graph.schema.entities[bound.entity].name
         var sections: [ResultsSnapshot.Section] = []
         let sectionPath = sectionKey == nil ? nil : bound.sort.first?.path
@@ -117,7 +117,7 @@ public final class FetchedResults<Object: ManagedObject> {
         guard !isSuspended else { return }
         let touches = change.notification.invalidatedAll || searchTouches(change.notification)
         guard touches else { return }
-        refresh(reportingDiff: true, updated: change.changedObjects)
+        refresh(reportingDiff: true, updated: change.changedObjects, pending: change.pendingRows)
     }
 
     private func searchTouches(_ change: ObjectsDidChange) -> Bool {
@@ -132,10 +132,10 @@ public final class FetchedResults<Object: ManagedObject> {
             || change.merged.contains(where: mine)
     }
 
-    private func refresh(reportingDiff: Bool, updated: Set<ObjectID> = []) {
+    private func refresh(reportingDiff: Bool, updated: Set<ObjectID> = [], pending: PendingRows.Cache? = nil) {
         let new: ResultsSnapshot
         do throws(StoreError) {
-            new = try fetchSnapshot()
+            new = try fetchSnapshot(pending: pending)
             lastError = nil
         } catch {
             lastError = error
@@ -170,19 +170,28 @@ extension ObjectGraph {
     func notifyResultsObservers(_ notification: ObjectsDidChange) -> Int {
         resultsObservers.removeAll { $0.notify == nil }
         guard !resultsObservers.isEmpty else { return 0 }
-        let change = ResultsChange(notification)
+        let change = ResultsChange(notification, view: link.sourceView())
         for observer in resultsObservers { observer.notify?(change) }
         return resultsObservers.count
     }
 }
 
 /// One change as the live result sets of a context see it: the objects whose values may
-/// have changed are collected once, for all of them.
+/// have changed, and the context's changed rows that their fetches evaluate, are collected
+/// once, for all of them.
+///
+/// Every result set refreshed by the change sees the context as the change left it: if a
+/// result set's `onChange` changes objects, the change after this one brings those
+/// changes to every result set.
 final class ResultsChange {
     let notification: ObjectsDidChange
     private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed).union(notification.merged)
+    let pendingRows: PendingRows.Cache
 
-    init(_ notification: ObjectsDidChange) { self.notification = notification }
+    init(_ notification: ObjectsDidChange, view: ContextView) {
+        self.notification = notification
+        self.pendingRows = PendingRows.Cache(view: view)
+    }
 }
 
 /// A results controller held weakly by its context.

@@ -91,19 +91,20 @@ extension ObjectGraph {
     /// Matching rows as this context sees them.
     /// - Parameter values: `false` when the caller needs only the object numbers (see
     ///   ``Generation/matches(_:values:)``); rows may then come without values.
-    func matches(_ request: FetchRequest, ordered: Bool = true, values: Bool = true) throws(StoreError) -> (bound: BoundRequest, rows: [(number: UInt64, values: [Value])]) {
+    /// - Parameter pending: changed rows shared by fetches that see the context in one
+    ///   state (live results refreshed by one change); worked out here when absent.
+    func matches(
+        _ request: FetchRequest, ordered: Bool = true, values: Bool = true, pending: PendingRows.Cache? = nil
+    ) throws(StoreError) -> (bound: BoundRequest, rows: [(number: UInt64, values: [Value])]) {
         let bound = try BoundRequest(request, schema: schema)
-        let view = link.sourceView()
+        let view = pending?.view ?? link.sourceView()
         guard request.includesPendingChanges else {
             // What the store holds: the generation under every pending layer.
             return (bound, view.generation.matches(bound, values: values || !ordered))
         }
-        let entityName = schema.entities[bound.entity].name
         // Objects whose values here may differ from the generation's.
-        var changed = Set<UInt64>()
-        for layer in view.layers { layer.rows[bound.entity].forEach { number, _ in changed.insert(number) } }
-        for id in inserted.union(updated).union(deleted) where id.entity == entityName { changed.insert(id.number) }
-        if changed.isEmpty {
+        let changed = pending?.rows(of: bound.entity, in: self) ?? PendingRows(entity: bound.entity, graph: self, view: view)
+        if changed.changed.isEmpty {
             return (bound, view.generation.matches(bound, values: values || !ordered))
         }
         let reader = ContextReader(graph: self, view: view)
@@ -113,18 +114,18 @@ extension ObjectGraph {
             rows.append((number, values))
         }
         if ordered, bound.predicate?.readsOwnAttributesOnly ?? true,
-            let walked = view.generation.orderedByIndex(bound, skipping: changed, windowed: false)
+            let walked = view.generation.orderedByIndex(bound, skipping: changed.changed, windowed: false)
         {
             // A sorted fetch with a limit: the first rows of the index that this context has
             // not changed (their verdict is the store's), plus every changed row that matches.
             rows = walked
         } else {
             view.generation.forEachCandidate(bound) { number, values in
-                if changed.contains(number) { return }
+                if changed.changed.contains(number) { return }
                 consider(number, values)
             }
         }
-        for number in changed { consider(number, reader.values(of: ObjectID(entity: entityName, number: number))) }
+        for row in changed.rows { consider(row.number, row.values) }
         return (bound, ordered ? bound.order(rows, reader: reader) : bound.window(rows))
     }
 

@@ -299,7 +299,9 @@ final class ObjectGraph {
         }
         touch(object)
         let layout = schema.layout.entities[object.entityIndex]
-        if object.lifecycle == .persistent { pendingNotification.noteUpdate(object.objectID, key: layout.propertyNames[index]) }
+        // Objects inserted in an earlier turn and not yet saved are reported as updated too
+        // (live results showing them must refresh); in their own turn, as inserted only.
+        pendingNotification.noteUpdate(object.objectID, key: layout.propertyNames[index])
         if index == layout.uniqueAttribute, !value.isNull {
             pendingUniques[object.entityIndex, default: [:]][value] = object.objectID
         }

@@ -95,6 +95,67 @@ import Testing
         await f.close()
     }
 
+    /// Many result sets refreshed by one change share its changed rows: each must still end
+    /// every turn equal to a fresh fetch, with many unsaved changes (and, in a child, its
+    /// parent's), and when one result set's handler changes objects mid-way.
+    @Test("many live result sets over many unsaved changes each equal a fresh fetch", arguments: [Tier.root, .child])
+    func manyResultSetsOverUnsavedChanges(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        try await seedSongbook(f.store)
+        let failures = await f.context.perform { c -> [String] in
+            var failures: [String] = []
+            var rng = SeededGenerator(seed: 31)
+            var albums = c.objects(of: Album.self)
+            for k in 0..<200 {
+                let album = c.insert(Album.self)
+                album.albumID = 5_000 + k
+                album.title = "Unsaved \(k)"
+                album.rating = [nil, 1, 2, 3].randomElement(using: &rng)!
+                albums.append(album)
+            }
+            c.processPendingChanges()
+            let requests: [FetchRequest] = (0..<12).map { k in
+                let predicate: ObjectPredicate =
+                    k % 3 == 0 ? .comparison(Comparison(.key("rating"), .equal, .value(.int(Int64(k % 4 + 1)))))
+                    : k % 3 == 1 ? .comparison(Comparison(.key("explicit"), .equal, .value(.bool(k % 2 == 0))))
+                    : .comparison(Comparison(.key("albumID"), .greaterThan, .value(.int(Int64(k * 400)))))
+                return FetchRequest(entity: "Album", predicate: predicate, sortBy: [SortKey(k % 2 == 0 ? "albumID" : "title")])
+            }
+            let sets = requests.map { try! c.fetchedResults(Album.self, request: $0) }
+            // The first set's handler changes an album the later sets may show.
+            var handlerChanges = 0
+            sets[0].onChange = { _ in
+                guard handlerChanges < 20, let album = albums.last(where: { !$0.isDeleted }) else { return }
+                handlerChanges += 1
+                album.rating = (album.rating ?? 0) + 1
+                album.explicit.toggle()
+            }
+            for step in 0..<40 {
+                for _ in 0..<5 {
+                    guard let album = albums.randomElement(using: &rng), !album.isDeleted else { continue }
+                    switch Int.random(in: 0..<4, using: &rng) {
+                    case 0: album.rating = [nil, 1, 2, 3].randomElement(using: &rng)!
+                    case 1: album.explicit.toggle()
+                    case 2: album.title = "Retitled \(step)"
+                    default: album.albumID = album.albumID + Int.random(in: -3...3, using: &rng) * 1_000
+                    }
+                }
+                c.processPendingChanges()
+                // A handler's changes reach every result set with the next change.
+                c.processPendingChanges()
+                for (k, results) in sets.enumerated() {
+                    let fresh = try! c.fetchIDs(requests[k])
+                    if results.snapshot.sections.flatMap(\.ids) != fresh { failures.append("step \(step), result set \(k): \(results.snapshot.sections.flatMap(\.ids).count) vs fresh \(fresh.count) \(Array(results.snapshot.sections.flatMap(\.ids).prefix(4))) vs \(Array(fresh.prefix(4)))") }
+                }
+            }
+            if handlerChanges == 0 { failures.append("the handler never ran") }
+            _ = sets
+            return failures
+        }
+        #expect(failures.count == 0, "\(failures.prefix(3))")
+        await f.close()
+    }
+
     @Test("a search predicate narrows live results and reports the difference")
     func searchPredicate() async throws {
         let f = try ContextFixture(.root)
