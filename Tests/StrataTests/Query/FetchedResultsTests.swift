@@ -130,7 +130,7 @@ import Testing
                 album.rating = (album.rating ?? 0) + 1
                 album.explicit.toggle()
             }
-            for step in 0..<40 {
+            for step in 0..<20 {
                 for _ in 0..<5 {
                     guard let album = albums.randomElement(using: &rng), !album.isDeleted else { continue }
                     switch Int.random(in: 0..<4, using: &rng) {
