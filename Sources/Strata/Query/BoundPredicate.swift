@@ -86,6 +86,10 @@ struct BoundKeyPath: Hashable {
         self.isMultiple = multiple
     }
 
+    /// The storage index of a path that is one key of the object itself (an attribute or a
+    /// to-one relationship), read without resolving anything; `nil` for longer paths.
+    var ownIndex: Int? { steps.count == 1 && !isCount && !isMultiple ? steps[0].index : nil }
+
     /// The values the path gives for an object with `values`, reading related objects from `reader`.
     func resolve(_ values: [Value], reader: some RowReader) -> [Value] {
         var current: [[Value]] = [values]
@@ -333,6 +337,14 @@ struct BoundComparison {
     }
 
     func evaluate(_ row: [Value], reader: some RowReader) -> Bool {
+        // The common case, one of the object's own keys against a constant: no arrays.
+        if case .key(let path) = left, let index = path.ownIndex {
+            switch right {
+            case .value(let value): return compare(Self.fold(row[index], op == .matches ? options.subtracting(.caseInsensitive) : options), value)
+            case .list: return compare(Self.fold(row[index], options), nil)
+            case .key: break
+            }
+        }
         let lefts = values(left, row, reader)
         let rightValue: Value? = {
             switch right {
