@@ -218,6 +218,8 @@ struct SongbookWorkload {
         let compaction = Task { try await store.compact() }
         try await Self.run(&workload, 40, on: store, log: &log, "during compaction")
         let report = try await withTimeout(30, "compaction") { try await compaction.value }
+        // Commits after the checkpoint for certain (those above may all have come before it).
+        try await Self.run(&workload, 5, on: store, log: &log, "after compaction")
         let live = store.currentGeneration
         let last = live.transaction
 
