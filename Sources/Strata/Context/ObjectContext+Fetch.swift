@@ -125,7 +125,11 @@ extension ObjectGraph {
                 consider(number, values)
             }
         }
-        for row in changed.rows { consider(row.number, row.values) }
+        if let pending {
+            for position in pending.candidates(bound, in: self) { consider(changed.rows[position].number, changed.rows[position].values) }
+        } else {
+            for row in changed.rows { consider(row.number, row.values) }
+        }
         return (bound, ordered ? bound.order(rows, reader: reader) : bound.window(rows))
     }
 

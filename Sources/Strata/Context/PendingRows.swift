@@ -24,13 +24,19 @@ struct PendingRows {
         for number in changed { rows.append((number, reader.values(of: ObjectID(entity: name, number: number)))) }
     }
 
-    /// Changed rows per entity, worked out on first use, for fetches that all see the
-    /// context in one state (the live result sets refreshed by one change). Nothing may
-    /// change the context's objects while it is in use.
+    /// Changed rows per entity, and indexes of them per attribute, worked out on first use
+    /// for fetches that all see the context in one state (the live result sets refreshed by
+    /// one change). Nothing may change the context's objects while it is in use.
     final class Cache {
         /// The view of the context's parents every fetch through the cache reads.
         let view: ContextView
         private var entities: [Int: PendingRows] = [:]
+        private var indexes: [IndexKey: SortedIndex] = [:]
+
+        private struct IndexKey: Hashable {
+            var entity: Int
+            var attribute: Int
+        }
 
         init(view: ContextView) { self.view = view }
 
@@ -39,6 +45,28 @@ struct PendingRows {
             let rows = PendingRows(entity: entity, graph: graph, view: view)
             entities[entity] = rows
             return rows
+        }
+
+        /// The changed rows of the request's entity that its most selective index condition
+        /// lets through (every changed row if it has none), by their position in
+        /// ``PendingRows/rows``.
+        func candidates(_ bound: BoundRequest, in graph: ObjectGraph) -> [Int] {
+            let pending = rows(of: bound.entity, in: graph)
+            guard pending.rows.count > 64, let plan = Generation.indexPlan(bound, indexed: { _ in true }) else {
+                return Array(pending.rows.indices)
+            }
+            let key = IndexKey(entity: bound.entity, attribute: plan.attribute)
+            let index: SortedIndex
+            if let built = indexes[key] {
+                index = built
+            } else {
+                // Keyed by position in `rows` (deleted rows, which match nothing, left out).
+                index = SortedIndex(bulk: pending.rows.indices.compactMap { position in
+                    pending.rows[position].values.map { SortedIndex.Entry(value: $0[plan.attribute], number: UInt64(position)) }
+                })
+                indexes[key] = index
+            }
+            return plan.numbers(in: index).map { Int($0) }
         }
     }
 }

@@ -47,6 +47,35 @@ extension Generation {
     /// The object numbers an index gives for the request's most selective top-level
     /// condition (equality before ranges), or `nil` if no condition can use one.
     func indexedCandidates(_ bound: BoundRequest) -> [UInt64]? {
+        guard let plan = Self.indexPlan(bound, indexed: { hasOrderedIndex(entity: bound.entity, attribute: $0) }),
+            let index = orderedIndex(entity: bound.entity, attribute: plan.attribute)
+        else { return nil }
+        return plan.numbers(in: index)
+    }
+
+    /// Which index condition narrows a request best: the attribute and the ranges of its
+    /// values that every match lies in (a superset of the matches; the predicate decides).
+    struct IndexPlan {
+        var attribute: Int
+        var ranges: [(SortedIndex.Bound?, SortedIndex.Bound?)]
+
+        /// The object numbers in the ranges of an index of the attribute, each once.
+        func numbers(in index: SortedIndex) -> [UInt64] {
+            var numbers: [UInt64] = []
+            var seen = Set<UInt64>()
+            for (lower, upper) in ranges {
+                index.forEach(from: lower, to: upper) { number, _ in
+                    if ranges.count == 1 || seen.insert(number).inserted { numbers.append(number) }
+                    return true
+                }
+            }
+            return numbers
+        }
+    }
+
+    /// The most selective top-level condition an index of an attribute for which `indexed`
+    /// is true can answer, or `nil`.
+    static func indexPlan(_ bound: BoundRequest, indexed: (Int) -> Bool) -> IndexPlan? {
         guard let predicate = bound.predicate else { return nil }
         var best: (rank: Int, ranges: [(SortedIndex.Bound?, SortedIndex.Bound?)], attribute: Int)?
         /// Range conditions per attribute, narrowed together (`a >= 1 AND a < 9` reads 1..<9).
@@ -72,7 +101,7 @@ extension Generation {
         for comparison in predicate.conjuncts {
             guard comparison.quantifier == nil, comparison.options.isEmpty,
                 case .key(let path) = comparison.left, path.steps.count == 1, !path.isCount,
-                case .attribute = path.steps[0].kind, hasOrderedIndex(entity: bound.entity, attribute: path.steps[0].index)
+                case .attribute = path.steps[0].kind, indexed(path.steps[0].index)
             else { continue }
             let attribute = path.steps[0].index
             var candidate: (Int, [(SortedIndex.Bound?, SortedIndex.Bound?)])?
@@ -105,16 +134,8 @@ extension Generation {
                 if best == nil || rank < best!.rank { best = (rank, [(from, upper[attribute])], attribute) }
             }
         }
-        guard let best, let index = orderedIndex(entity: bound.entity, attribute: best.attribute) else { return nil }
-        var numbers: [UInt64] = []
-        var seen = Set<UInt64>()
-        for (lower, upper) in best.ranges {
-            index.forEach(from: lower, to: upper) { number, _ in
-                if best.ranges.count == 1 || seen.insert(number).inserted { numbers.append(number) }
-                return true
-            }
-        }
-        return numbers
+        guard let best else { return nil }
+        return IndexPlan(attribute: best.attribute, ranges: best.ranges)
     }
 
     /// Whether a literal orders within the attribute's index (same kind, or a number for a number).
