@@ -7,6 +7,12 @@
 /// skipped by a migration. Values are read and changed by key; setting a relationship keeps
 /// its inverse in step, as a context does.
 ///
+/// The objects are not held in memory: they are written, as they are made and changed, to a
+/// temporary file in the store directory (removed when the step ends), and reading one reads
+/// its newest version back. Every object made so far can be read, changed and found by its
+/// unique value at any time; what stays in memory is a few dozen bytes of bookkeeping per
+/// object (where its newest version is, which source object it was made from, its unique value).
+///
 /// Not `Sendable`: it lives for one step, on the migration's own thread.
 public final class MigrationDestination {
     /// The step being run, as errors name it.
