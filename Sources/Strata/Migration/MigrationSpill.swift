@@ -5,8 +5,8 @@
 /// Writing a row appends a record; the record it replaces stays in the file, unreferenced.
 /// Records are buffered and written in batches of ``batchSize`` bytes, so a row read soon
 /// after it was written (the common case: a link reads what it set) comes from the buffer.
-/// Memory is the buffer, the read buffer and the index: 16 bytes per object in a
-/// ``PersistentTable`` (radix-tree leaves of 32 optional locations).
+/// Memory is the write buffer, a read-ahead window of 256 KiB for scans, and the index: 16
+/// bytes per object in a ``PersistentTable`` (radix-tree leaves of 32 optional locations).
 ///
 /// Records use the store's value encoding (`ByteWriter.writeValue`): the entity index, the
 /// object number, the value count, then each value with its tag. Object IDs are written by
@@ -44,6 +44,13 @@ final class MigrationSpill: @unchecked Sendable {
     private var buffer = ByteWriter(capacity: MigrationSpill.batchSize + 64 * 1024)
     private var flushedSize: Int64 = 0
     private var readBuffer: [UInt8] = []
+    /// Bytes of the file from `windowStart`, read ahead by scans in number order (whose newest
+    /// records are mostly in the order they were written); other reads use it when it holds
+    /// their record, and otherwise read just the record.
+    private var window: [UInt8] = []
+    private var windowStart: Int64 = 0
+    /// How much a scan reads ahead.
+    static let windowSize = 256 << 10
     private var isClosed = false
     /// The first failed read while the rows were handed to the checkpoint writer.
     var readFailure: StoreError?
@@ -128,19 +135,42 @@ final class MigrationSpill: @unchecked Sendable {
         buffer.removeAll()
     }
 
-    /// An object's values, or `nil` when it does not exist.
-    func values(_ entity: Int, _ number: UInt64) throws(StoreError) -> [Value]? {
+    /// An object's values, or `nil` when it does not exist. A `scanning` read (objects visited
+    /// in number order) reads ahead of the record.
+    func values(_ entity: Int, _ number: UInt64, scanning: Bool = false) throws(StoreError) -> [Value]? {
         guard let location = tables[entity][number] else { return nil }
-        return try read(location, of: entity, number)
+        return try read(location, of: entity, number, scanning: scanning)
     }
 
-    private func read(_ location: Location, of entity: Int, _ number: UInt64) throws(StoreError) -> [Value] {
+    private func read(_ location: Location, of entity: Int, _ number: UInt64, scanning: Bool = false) throws(StoreError) -> [Value] {
         let decoded: Result<[Value], DecodeFailure>
         if location.offset >= flushedSize {
             let start = Int(location.offset - flushedSize)
             decoded = buffer.withUnsafeBytes { raw in
                 decode(UnsafeRawBufferPointer(rebasing: raw[start..<start + Int(location.length)]))
             }
+        } else if location.offset >= windowStart && location.offset + Int64(location.length) <= windowStart + Int64(window.count) {
+            let start = Int(location.offset - windowStart)
+            decoded = window.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[start..<start + Int(location.length)])) }
+        } else if scanning {
+            let length = Int(min(flushedSize - location.offset, Int64(max(Self.windowSize, Int(location.length)))))
+            if window.count != length { window = [UInt8](repeating: 0, count: length) }
+            let read: Result<Int, FileIOError> = window.withUnsafeMutableBytes { raw in
+                Result { () throws(FileIOError) -> Int in try io.readFully(fd, into: raw, at: location.offset) }
+            }
+            let count: Int
+            do throws(FileIOError) { count = try read.get() } catch {
+                window = []
+                throw StoreError.io(error, "reading the migration's temporary file")
+            }
+            windowStart = location.offset
+            guard count >= Int(location.length) else {
+                window = []
+                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity])/\(number)",
+                                 path: path, offset: location.offset)
+            }
+            if count < window.count { window.removeLast(window.count - count) }
+            decoded = window.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[0..<Int(location.length)])) }
         } else {
             let length = Int(location.length)
             if readBuffer.count < length { readBuffer = [UInt8](repeating: 0, count: max(length, 4096)) }
@@ -187,7 +217,7 @@ final class MigrationSpill: @unchecked Sendable {
         tables[entity].forEach { number, location in
             guard failure == nil, !stopped else { return }
             do throws(StoreError) {
-                stopped = !(try body(number, try read(location, of: entity, number)))
+                stopped = !(try body(number, try read(location, of: entity, number, scanning: true)))
             } catch {
                 failure = error
             }
@@ -205,6 +235,7 @@ final class MigrationSpill: @unchecked Sendable {
         tables = []
         buffer = ByteWriter(capacity: 0)
         readBuffer = []
+        window = []
     }
 
     deinit { remove() }

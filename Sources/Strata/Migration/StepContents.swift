@@ -24,7 +24,7 @@ struct StepContents: FallibleCheckpointSource {
                 rows.removeAll(keepingCapacity: true)
                 for number in batch {
                     do throws(StoreError) {
-                        guard let values = try spill.values(index, number) else { continue }
+                        guard let values = try spill.values(index, number, scanning: true) else { continue }
                         rows.append(RowImage(id: ObjectID(entity: name, number: number), values: values))
                     } catch {
                         spill.readFailure = error
