@@ -45,8 +45,8 @@ final class MigrationSpill: @unchecked Sendable {
     private var flushedSize: Int64 = 0
     private var readBuffer: [UInt8] = []
     /// Bytes of the file from `windowStart`, read ahead by scans in number order (whose newest
-    /// records are mostly in the order they were written); other reads use it when it holds
-    /// their record, and otherwise read just the record.
+    /// records are mostly in the order they were written) and by reads landing just past it;
+    /// other reads use it when it holds their record, and otherwise read just the record.
     private var window: [UInt8] = []
     private var windowStart: Int64 = 0
     /// How much a scan reads ahead.
@@ -152,7 +152,9 @@ final class MigrationSpill: @unchecked Sendable {
         } else if location.offset >= windowStart && location.offset + Int64(location.length) <= windowStart + Int64(window.count) {
             let start = Int(location.offset - windowStart)
             decoded = window.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[start..<start + Int(location.length)])) }
-        } else if scanning {
+        } else if scanning || location.offset >= windowStart && location.offset - windowStart <= Int64(window.count + Self.windowSize) {
+            // A scan, or a read just past the window (reads following the order the records
+            // were written in, as links visiting objects in number order do): read ahead.
             let length = Int(min(flushedSize - location.offset, Int64(max(Self.windowSize, Int(location.length)))))
             if window.count != length { window = [UInt8](repeating: 0, count: length) }
             let read: Result<Int, FileIOError> = window.withUnsafeMutableBytes { raw in
