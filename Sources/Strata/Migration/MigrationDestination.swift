@@ -44,7 +44,7 @@ public final class MigrationDestination {
     /// Per destination entity: unique value → the object holding it (the latest to take it).
     private var uniques: [[Value: UInt64]]
     /// Per destination entity: unique values held by more than one object → the others.
-    private(set) var duplicates: [[Value: [UInt64]]]
+    private var duplicates: [[Value: [UInt64]]]
     /// Objects inserted that still need their model class's `awakeFromInsert` values
     /// (applied in batches of ``AwakeFromInsert/batchSize``).
     var awaitingAwake: [(entity: Int, number: UInt64)] = []

@@ -127,11 +127,12 @@ struct StepExecution {
                 } catch {
                     throw MigrationError(.transformFailed, "the link threw: \(error)", step: step.name, entity: entity, object: id)
                 }
+                if let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize { try awakening.apply(to: destination) }
                 if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, numbers.count) }
             }
             report(.linking, entity, numbers.count, numbers.count)
         }
-        // Objects links inserted.
+        // The rest of the objects links inserted.
         if let awakening { try awakening.apply(to: destination) }
 
         // Validation.

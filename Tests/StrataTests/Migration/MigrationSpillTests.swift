@@ -195,4 +195,49 @@ import Testing
         await store.close()
         #expect(io.kind(of: spill) == nil)
     }
+
+    /// v2 with notes: each Item gets a Note, whose model class's `awakeFromInsert` sets its source.
+    static let withNotes: Schema = try! Schema("Items", version: 2, entities: [
+        Entity("Item", attributes: [Attribute("itemID", .int, unique: true)]),
+        Entity("Note", attributes: [Attribute("itemID", .int), Attribute("source", .string)]),
+    ])
+
+    @Test func awakeFromInsertRunsForEveryBatchAndForObjectsLinksInsert() async throws {
+        let io = InMemoryFileIO(), path = "/items.strata", count = AwakeFromInsert.batchSize + 1_000
+        try await Self.createStore(count: count, at: path, fileIO: io)
+        var step = MigrationStep(from: Self.v1, to: Self.withNotes)
+        step.transform("Item") { item, destination in
+            let key = try item["itemID"]
+            try destination.insert("Item", values: ["itemID": key])
+            // The transform's value wins over awakeFromInsert's, in the second batch too.
+            try destination.insert("Note", values: key == .int(Int64(count)) ? ["itemID": key, "source": .string("transform")] : ["itemID": key])
+        }
+        step.link("Item") { item, destination in
+            if try destination.value(forKey: "itemID", of: item) == .int(1) {
+                try destination.insert("Note", values: ["itemID": .int(0)])
+            }
+        }
+        let plan = try MigrationPlan(schemas: [Self.v1, Self.withNotes], steps: [step], modelClasses: [SpillNoteModel.self])
+        let store = try await Store.open(at: path, migratingWith: plan, configuration: .init(fileIO: io))
+        let generation = store.currentGeneration
+        await store.close()
+        #expect(generation.integrityProblems().isEmpty)
+        let notes = generation.objects(of: "Note")
+        #expect(notes.count == count + 1)
+        var sources: [Value: Int] = [:]
+        for note in notes { sources[note.values[1], default: 0] += 1 }
+        #expect(sources == [.string("migrated"): count, .string("transform"): 1], "\(sources)")
+        let linked = try #require(notes.first { $0.values[0] == .int(0) })
+        #expect(linked.values[1] == .string("migrated"))
+    }
+}
+
+/// Note's model class: its `awakeFromInsert` sets where the object came from.
+final class SpillNoteModel: ManagedObject {
+    override class var entityName: String { "Note" }
+    @Managed("source") var source: String
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        source = "migrated"
+    }
 }
