@@ -73,6 +73,7 @@ struct CheckpointWriter {
                 }
             }
             if let failure { throw failure }
+            if let fallible = source as? any FallibleCheckpointSource, let failure = fallible.readFailure { throw failure }
             if rowsInFrame > 0 {
                 writer.finishFrame(at: frameStart, seed: codec.seed)
             } else {

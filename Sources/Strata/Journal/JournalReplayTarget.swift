@@ -38,3 +38,10 @@ public protocol CheckpointSource: Sendable {
     /// Calls `body` with every row, in any order.
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows
 }
+
+/// A checkpoint source that reads its rows from a file: a failed read ends
+/// ``CheckpointSource/forEachRow(_:)`` early and is reported here, and the checkpoint writer
+/// then removes its temporary file instead of putting an incomplete checkpoint in place.
+protocol FallibleCheckpointSource: CheckpointSource {
+    var readFailure: StoreError? { get }
+}

@@ -6,10 +6,13 @@
 ///   checkpoint-00000000000000000400.strata every row as of transaction 400
 ///   journal-00000000000000000401.strata    transactions 401, 402, ...
 ///   checkpoint-….strata.tmp                a checkpoint being written (removed at open)
+///   migration.strata.tmp                   a custom migration step's rows (removed at open)
 /// ```
 enum StoreLayout {
     static let lockFile = "lock"
     static let temporarySuffix = ".tmp"
+    /// The temporary file a custom migration step keeps its destination rows in.
+    static let migrationSpillName = "migration.strata.tmp"
     private static let segmentPrefix = "journal-"
     private static let checkpointPrefix = "checkpoint-"
     private static let suffix = ".strata"
@@ -29,7 +32,8 @@ enum StoreLayout {
     static func checkpointTransaction(_ name: String) -> UInt64? { number(in: name, prefix: checkpointPrefix) }
 
     static func isTemporary(_ name: String) -> Bool {
-        name.hasSuffix(temporarySuffix) && (name.hasPrefix(segmentPrefix) || name.hasPrefix(checkpointPrefix))
+        name == migrationSpillName
+            || name.hasSuffix(temporarySuffix) && (name.hasPrefix(segmentPrefix) || name.hasPrefix(checkpointPrefix))
     }
 
     private static func number(in name: String, prefix: String) -> UInt64? {

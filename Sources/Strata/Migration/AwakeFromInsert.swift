@@ -17,40 +17,47 @@ struct AwakeFromInsert: Sendable {
         modelClasses.compactMap { schema.entityIndex(named: $0.entityName) }
     }
 
+    /// Applies `awakeFromInsert` to the objects awaiting it (at most a batch, when called as
+    /// they accumulate), sorted by entity, on one scratch graph per ``batchSize`` objects.
     func apply(to destination: MigrationDestination) throws(MigrationError) {
         guard !destination.awaitingAwake.isEmpty else { return }
         let schema = destination.schema
-        let classes = modelClasses.filter { schema.entity(named: $0.entityName) != nil }
-        let store: Store
-        do throws(StoreError) {
-            store = try Store.create(at: "/scratch", schema: schema,
-                                     configuration: .init(durability: .none, fileIO: InMemoryFileIO()))
-        } catch {
-            throw MigrationError.store(error, step: destination.stepName, "creating the scratch store for awakeFromInsert")
-        }
-        let coordinator = Coordinator(store: store, name: "migration", modelClasses: classes)
-        let link = ContextLink(parent: .coordinator(coordinator), name: "migration", executor: .privateQueue("strata.migration"))
-        for (entity, ids) in destination.awaitingAwake.sorted(by: { $0.key < $1.key }) {
-            let attributeCount = schema.entities[entity].attributes.count
-            var start = 0
-            while start < ids.count {
-                let graph = ObjectGraph(link: link)
-                for id in ids[start..<min(start + Self.batchSize, ids.count)] {
-                    let awake = graph.insert(entity: entity).storage
-                    var row = destination.generation.tables[entity][id.number]!.values
-                    let explicit = destination.explicitKeys[id] ?? []
-                    var changes: [PropertyChange] = []
-                    for index in 0..<attributeCount where !explicit.contains(index) && row[index] != awake[index] {
-                        row[index] = awake[index]
-                        changes.append(PropertyChange(index: index, value: awake[index]))
-                    }
-                    if !changes.isEmpty { destination.generation.updateRow(id, entity: entity, changes: changes, version: 0) }
-                }
-                graph.tearDown()
-                start += Self.batchSize
+        let link: ContextLink
+        if let existing = destination.awakeLink {
+            link = existing
+        } else {
+            let classes = modelClasses.filter { schema.entity(named: $0.entityName) != nil }
+            let store: Store
+            do throws(StoreError) {
+                store = try Store.create(at: "/scratch", schema: schema,
+                                         configuration: .init(durability: .none, fileIO: InMemoryFileIO()))
+            } catch {
+                throw MigrationError.store(error, step: destination.stepName, "creating the scratch store for awakeFromInsert")
             }
+            let coordinator = Coordinator(store: store, name: "migration", modelClasses: classes)
+            link = ContextLink(parent: .coordinator(coordinator), name: "migration", executor: .privateQueue("strata.migration"))
+            destination.awakeLink = link
         }
-        destination.awaitingAwake = [:]
-        destination.explicitKeys = [:]
+        let objects = destination.awaitingAwake.enumerated().sorted { ($0.element.entity, $0.offset) < ($1.element.entity, $1.offset) }
+        var start = 0
+        while start < objects.count {
+            let graph = ObjectGraph(link: link)
+            for (_, object) in objects[start..<min(start + Self.batchSize, objects.count)] {
+                let entity = object.entity
+                let attributeCount = schema.entities[entity].attributes.count
+                let id = ObjectID(entity: schema.entities[entity].name, number: object.number)
+                let awake = graph.insert(entity: entity).storage
+                guard let row = try destination.row(entity, object.number) else { continue }
+                let explicit = destination.explicitKeys[id] ?? []
+                var changes: [(index: Int, value: Value)] = []
+                for index in 0..<attributeCount where !explicit.contains(index) && row[index] != awake[index] {
+                    changes.append((index, awake[index]))
+                }
+                if !changes.isEmpty { try destination.updateRow(entity, object.number, changes) }
+            }
+            graph.tearDown()
+            start += Self.batchSize
+        }
+        destination.finishAwakening()
     }
 }

@@ -7,31 +7,55 @@
 /// skipped by a migration. Values are read and changed by key; setting a relationship keeps
 /// its inverse in step, as a context does.
 ///
+/// The objects are not held in memory: they are written, as they are made and changed, to a
+/// temporary file in the store directory (removed when the step ends), and reading one reads
+/// its newest version back. Every object made so far can be read, changed and found by its
+/// unique value at any time; what stays in memory is a few dozen bytes of bookkeeping per
+/// object (where its newest version is, which source object it was made from, its unique value).
+///
 /// Not `Sendable`: it lives for one step, on the migration's own thread.
 public final class MigrationDestination {
     /// The step being run, as errors name it.
     let stepName: String
     let step: MigrationStep
-    /// The objects built so far (the store's own structure; validated when the step ends).
-    var generation: Generation
+    /// The objects built so far, in a temporary file (validated when the step ends).
+    let spill: MigrationSpill
     /// The older store's objects.
     let reader: MigrationSourceReader
     /// Per destination entity: the next object number to hand out.
     private var nextNumber: [UInt64]
-    /// For transformed source objects: the destination objects made from each.
-    private(set) var madeFrom: [ObjectID: [ObjectID]] = [:]
-    /// For destination objects a transform made: the source object.
-    private(set) var origin: [ObjectID: ObjectID] = [:]
+    /// Per destination entity: the highest number used.
+    private(set) var highestNumbers: [UInt64]
+    /// Per source entity: for each transformed source object, where the objects made from it
+    /// are in `madeEntities` / `madeNumbers` (a transform makes them one after the other).
+    private var made: [PersistentTable<MadeRange>]
+    private var madeEntities: [Int32] = []
+    private var madeNumbers: [UInt64] = []
+    /// Per destination entity: for objects a transform made, the source object.
+    private var origins: [PersistentTable<Origin>]
+    /// Where the objects made from `current` start in `madeNumbers`.
+    private var currentStart = 0
     /// The source object whose transform is running.
-    var current: MigrationSourceObject?
-    /// Objects inserted by transforms, per destination entity, that still need their
-    /// model class's `awakeFromInsert` values (applied in batches).
-    var awaitingAwake: [Int: [ObjectID]] = [:]
-    /// Per destination entity: keys a transform set explicitly (so `awakeFromInsert` values
-    /// never overwrite them).
+    var current: MigrationSourceObject? {
+        didSet { currentStart = madeNumbers.count }
+    }
+    /// Per destination entity with a unique attribute: its storage index.
+    private let uniqueAttributes: [Int?]
+    /// Per destination entity: unique value → the object holding it (the latest to take it).
+    private var uniques: [[Value: UInt64]]
+    /// Per destination entity: unique values held by more than one object → the others.
+    private var duplicates: [[Value: [UInt64]]]
+    /// Objects inserted that still need their model class's `awakeFromInsert` values
+    /// (applied in batches of ``AwakeFromInsert/batchSize``).
+    var awaitingAwake: [(entity: Int, number: UInt64)] = []
+    private var pendingAwake: Set<ObjectID> = []
+    /// For objects awaiting `awakeFromInsert`: keys a transform set explicitly (so
+    /// `awakeFromInsert` values never overwrite them).
     var explicitKeys: [ObjectID: [Int]] = [:]
     /// Destination entities with a model class whose `awakeFromInsert` must run.
     let awakenedEntities: Set<Int>
+    /// The scratch context `awakeFromInsert` runs in, made when first needed.
+    var awakeLink: ContextLink?
     /// Per destination entity: a new object's values (computed once).
     private let newRows: [[Value]]
     /// Per destination entity, per storage index: what setting a relationship needs.
@@ -46,11 +70,21 @@ public final class MigrationDestination {
         let inverseIsToMany: Bool
     }
 
-    init(step: MigrationStep, source: Generation, awakenedEntities: Set<Int>) {
+    struct MadeRange {
+        var start: Int
+        var count: Int
+    }
+
+    struct Origin {
+        var entity: Int
+        var number: UInt64
+    }
+
+    init(step: MigrationStep, source: Generation, awakenedEntities: Set<Int>, spill: MigrationSpill) {
         self.step = step
         self.stepName = step.name
         self.reader = MigrationSourceReader(source)
-        self.generation = Generation(schema: step.destination)
+        self.spill = spill
         self.awakenedEntities = awakenedEntities
         // New numbers start above every number the matching source entity ever used, so an
         // object keeping its source number never meets a new one.
@@ -60,6 +94,12 @@ public final class MigrationDestination {
         }
         nextNumber = next
         let schema = step.destination
+        highestNumbers = schema.entities.map { _ in 0 }
+        made = step.source.entities.map { _ in PersistentTable() }
+        origins = schema.entities.map { _ in PersistentTable() }
+        uniqueAttributes = schema.entities.map { $0.attributes.firstIndex(where: \.isUnique) }
+        uniques = schema.entities.map { _ in [:] }
+        duplicates = schema.entities.map { _ in [:] }
         newRows = schema.entities.map(\.newObjectValues)
         relationshipInfo = schema.entities.enumerated().map { entityIndex, entity in
             (0..<entity.propertyCount).map { index -> RelationshipInfo? in
@@ -69,6 +109,78 @@ public final class MigrationDestination {
                 return RelationshipInfo(name: r.name, isToMany: link.isToMany, destinationName: r.destination, destination: link.destination,
                                         inverse: link.inverse, inverseIsToMany: link.inverseIsToMany)
             }
+        }
+    }
+
+    // MARK: - Rows
+
+    /// An object's values, or `nil` when it does not exist.
+    func row(_ entity: Int, _ number: UInt64) throws(MigrationError) -> [Value]? {
+        do throws(StoreError) { return try spill.values(entity, number) } catch {
+            throw MigrationError.store(error, step: stepName, "reading the step's new objects")
+        }
+    }
+
+    /// Writes an object's values (new when `old` is `nil`), keeping the unique values' index.
+    func writeRow(_ entity: Int, _ number: UInt64, _ values: [Value], old: [Value]?) throws(MigrationError) {
+        do throws(StoreError) { try spill.write(entity, number, values) } catch {
+            throw MigrationError.store(error, step: stepName, "writing the step's new objects")
+        }
+        if old == nil, number > highestNumbers[entity] { highestNumbers[entity] = number }
+        guard let u = uniqueAttributes[entity] else { return }
+        let before = old?[u] ?? .null, after = values[u]
+        guard old == nil || before != after else { return }
+        if !before.isNull {
+            if uniques[entity][before] == number {
+                if var others = duplicates[entity][before], let promoted = others.popLast() {
+                    uniques[entity][before] = promoted
+                    duplicates[entity][before] = others.isEmpty ? nil : others
+                } else {
+                    uniques[entity][before] = nil
+                }
+            } else if var others = duplicates[entity][before], let k = others.firstIndex(of: number) {
+                others.remove(at: k)
+                duplicates[entity][before] = others.isEmpty ? nil : others
+            }
+        }
+        if !after.isNull {
+            if let holder = uniques[entity].updateValue(number, forKey: after) { duplicates[entity][after, default: []].append(holder) }
+        }
+    }
+
+    /// Changes some values of an existing object.
+    func updateRow(_ entity: Int, _ number: UInt64, _ changes: [(index: Int, value: Value)]) throws(MigrationError) {
+        guard let old = try row(entity, number) else {
+            preconditionFailure("update of \(schema.entities[entity].name)/\(number), which the migration has not created")
+        }
+        var values = old
+        for change in changes { values[change.index] = change.value }
+        try writeRow(entity, number, values, old: old)
+    }
+
+    /// For a unique value more than one object holds: the lowest-numbered of them (the one
+    /// validation says the others repeat); `nil` when at most one object holds it.
+    func lowestHolder(of value: Value, entity: Int) -> UInt64? {
+        guard let others = duplicates[entity][value], let holder = uniques[entity][value] else { return nil }
+        return min(holder, others.min() ?? holder)
+    }
+
+    /// Whether a source object is one a transform made nothing from.
+    func isDropped(_ id: ObjectID) -> Bool {
+        guard let s = step.source.entityIndex(named: id.entity), step.transforms[step.source.entities[s].name] != nil else { return false }
+        return made[s][id.number] == nil
+    }
+
+    /// The source object a destination object was made from by a transform.
+    func origin(_ entity: Int, _ number: UInt64) -> ObjectID? {
+        origins[entity][number].map { ObjectID(entity: step.source.entities[$0.entity].name, number: $0.number) }
+    }
+
+    /// The destination objects a transform made from a source object.
+    func madeObjects(_ s: Int, _ number: UInt64) -> [ObjectID]? {
+        guard let range = made[s][number] else { return nil }
+        return (range.start..<range.start + range.count).map {
+            ObjectID(entity: schema.entities[Int(madeEntities[$0])].name, number: madeNumbers[$0])
         }
     }
 
@@ -93,7 +205,7 @@ public final class MigrationDestination {
         let layout = schema.layout.entities[index]
         var number: UInt64
         if let current, step.mapping.destinationOfSource[current.entityIndex] == index,
-            !(madeFrom[current.id]?.contains { $0.entity == layout.name } ?? false)
+            !madeEntities[currentStart...].contains(Int32(index))
         {
             number = current.id.number
         } else {
@@ -116,13 +228,16 @@ public final class MigrationDestination {
                 relationships.append((property, value))
             }
         }
-        generation.insertRow(id, entity: index, values: row, version: 0)
+        try writeRow(index, number, row, old: nil)
         if let current {
-            madeFrom[current.id, default: []].append(id)
-            origin[id] = current.id
+            madeEntities.append(Int32(index))
+            madeNumbers.append(number)
+            made[current.entityIndex][current.id.number] = MadeRange(start: currentStart, count: madeNumbers.count - currentStart)
+            origins[index][number] = Origin(entity: current.entityIndex, number: current.id.number)
         }
         if awakenedEntities.contains(index) {
-            awaitingAwake[index, default: []].append(id)
+            awaitingAwake.append((index, number))
+            pendingAwake.insert(id)
             if !explicit.isEmpty { explicitKeys[id] = explicit }
         }
         for (property, value) in relationships {
@@ -131,29 +246,39 @@ public final class MigrationDestination {
         return id
     }
 
+    /// Forgets the objects awaiting `awakeFromInsert` (once it has run for them).
+    func finishAwakening() {
+        awaitingAwake = []
+        pendingAwake = []
+        explicitKeys = [:]
+    }
+
     // MARK: - Reading
 
     /// The value of a key of a destination object.
     /// - Throws: ``MigrationError/Code/transformFailed`` when the object or key does not exist.
     public func value(forKey key: String, of id: ObjectID) throws(MigrationError) -> Value {
         let (entity, property) = try locate(id, key)
-        return generation.tables[entity][id.number]!.values[property]
+        return try row(entity, id.number)![property]
     }
 
     /// The destination object of an entity whose unique attribute has this value.
     public func object(_ entity: String, uniqueValue: Value) -> ObjectID? {
-        generation.object(of: entity, uniqueValue: uniqueValue)?.id
+        guard let index = schema.entityIndex(named: entity), let number = uniques[index][uniqueValue] else { return nil }
+        return ObjectID(entity: schema.entities[index].name, number: number)
     }
 
     /// The destination objects a transform made from a source object, in the order made.
-    public func objects(madeFrom source: ObjectID) -> [ObjectID] { madeFrom[source] ?? [] }
+    public func objects(madeFrom source: ObjectID) -> [ObjectID] {
+        guard let s = step.source.entityIndex(named: source.entity) else { return [] }
+        return madeObjects(s, source.number) ?? []
+    }
 
     /// The source object a destination object was made from: by a transform, or carried over.
     public func sourceObject(of id: ObjectID) -> MigrationSourceObject? {
-        if let source = origin[id] { return reader.object(source) }
-        guard let entity = schema.entityIndex(named: id.entity), let s = step.mapping.entities[entity].source,
-            step.transforms[step.source.entities[s].name] == nil
-        else { return nil }
+        guard let entity = schema.entityIndex(named: id.entity) else { return nil }
+        if let source = origin(entity, id.number) { return reader.object(source) }
+        guard let s = step.mapping.entities[entity].source, step.transforms[step.source.entities[s].name] == nil else { return nil }
         return reader.object(ObjectID(entity: step.source.entities[s].name, number: id.number))
     }
 
@@ -161,10 +286,7 @@ public final class MigrationDestination {
     public func objects(of entity: String) -> [ObjectID] {
         guard let index = schema.entityIndex(named: entity) else { return [] }
         let name = schema.entities[index].name
-        var ids: [ObjectID] = []
-        ids.reserveCapacity(generation.tables[index].count)
-        generation.tables[index].forEach { number, _ in ids.append(ObjectID(entity: name, number: number)) }
-        return ids
+        return spill.numbers(of: index).map { ObjectID(entity: name, number: $0) }
     }
 
     // MARK: - Changing
@@ -177,15 +299,15 @@ public final class MigrationDestination {
     public func setValue(_ value: Value, forKey key: String, of id: ObjectID) throws(MigrationError) {
         let (entity, property) = try locate(id, key)
         if property < schema.layout.entities[entity].attributeCount {
-            generation.updateRow(id, entity: entity, changes: [PropertyChange(index: property, value: value)], version: 0)
-            if awakenedEntities.contains(entity) { explicitKeys[id, default: []].append(property) }
+            try updateRow(entity, id.number, [(property, value)])
+            if pendingAwake.contains(id) { explicitKeys[id, default: []].append(property) }
         } else {
             try setRelationship(value, at: property, of: id, entity: entity)
         }
     }
 
     private func locate(_ id: ObjectID, _ key: String) throws(MigrationError) -> (Int, Int) {
-        guard let entity = schema.entityIndex(named: id.entity), generation.tables[entity][id.number] != nil else {
+        guard let entity = schema.entityIndex(named: id.entity), spill.contains(entity, id.number) else {
             throw failure("\(id) does not exist in the new store", entity: id.entity, object: id, key: key)
         }
         guard let property = schema.layout.entities[entity].propertyNames.firstIndex(of: key) else {
@@ -209,36 +331,49 @@ public final class MigrationDestination {
                           entity: id.entity, object: id, key: key)
         }
         let destination = relationship.destination, inverse = relationship.inverse, inverseIsToMany = relationship.inverseIsToMany
-        for target in targets where target.entity != relationship.destinationName || generation.tables[destination][target.number] == nil {
+        for target in targets where target.entity != relationship.destinationName || !spill.contains(destination, target.number) {
             throw failure("\(target) does not exist in the new store (relationship \"\(key)\" refers to \(relationship.destinationName) objects)",
                           entity: id.entity, object: id, key: key)
         }
-        let old = CommitPlan.targets(generation.tables[entity][id.number]!.values[property])
+        var row = try row(entity, id.number)!
+        // Whether an update below rewrote this object's own row (a relationship to its own entity).
+        var touchedSelf = false
+        let old = CommitPlan.targets(row[property])
         // Most lists are short: sets only pay off for long ones.
         let joining = targets.count > 16 ? Set(targets) : nil, leaving = old.count > 16 ? Set(old) : nil
         for target in old where !(joining?.contains(target) ?? targets.contains(target)) {
-            removeInverse(of: id, from: target, destination: destination, inverse: inverse, toMany: inverseIsToMany)
+            if target == id { touchedSelf = true }
+            try removeInverse(of: id, from: target, destination: destination, inverse: inverse, toMany: inverseIsToMany)
         }
         for target in targets where !(leaving?.contains(target) ?? old.contains(target)) {
-            if !inverseIsToMany, case .object(let previous) = generation.tables[destination][target.number]!.values[inverse], previous != id,
+            var targetRow = try self.row(destination, target.number)!
+            if !inverseIsToMany, case .object(let previous) = targetRow[inverse], previous != id,
                 let previousEntity = schema.entityIndex(named: previous.entity),
-                var values = generation.tables[previousEntity][previous.number]?.values
+                let values = try self.row(previousEntity, previous.number)
             {
                 // The target leaves its previous owner.
-                values[property] = relationship.isToMany ? .objects(CommitPlan.targets(values[property]).filter { $0 != target }) : .null
-                generation.updateRow(previous, entity: previousEntity, changes: [PropertyChange(index: property, value: values[property])], version: 0)
+                let updated: Value = relationship.isToMany ? .objects(CommitPlan.targets(values[property]).filter { $0 != target }) : .null
+                try updateRow(previousEntity, previous.number, [(property, updated)])
+                if previous == target { targetRow = try self.row(destination, target.number)! }
             }
-            let current = generation.tables[destination][target.number]!.values[inverse]
+            if target == id { touchedSelf = true }
+            let current = targetRow[inverse]
             let updated: Value = inverseIsToMany ? .objects(CommitPlan.targets(current).filter { $0 != id } + [id]) : .object(id)
-            generation.updateRow(target, entity: destination, changes: [PropertyChange(index: inverse, value: updated)], version: 0)
+            try updateRow(destination, target.number, [(inverse, updated)])
         }
-        generation.updateRow(id, entity: entity, changes: [PropertyChange(index: property, value: relationship.isToMany ? .objects(targets) : (targets.first.map { .object($0) } ?? .null))], version: 0)
+        if touchedSelf { row = try self.row(entity, id.number)! }
+        let new: Value = relationship.isToMany ? .objects(targets) : (targets.first.map { .object($0) } ?? .null)
+        var values = row
+        values[property] = new
+        try writeRow(entity, id.number, values, old: row)
     }
 
-    private func removeInverse(of id: ObjectID, from target: ObjectID, destination: Int, inverse: Int, toMany: Bool) {
-        guard let row = generation.tables[destination][target.number] else { return }
-        let updated: Value = toMany ? .objects(CommitPlan.targets(row.values[inverse]).filter { $0 != id }) : .null
-        generation.updateRow(target, entity: destination, changes: [PropertyChange(index: inverse, value: updated)], version: 0)
+    private func removeInverse(of id: ObjectID, from target: ObjectID, destination: Int, inverse: Int, toMany: Bool) throws(MigrationError) {
+        guard let row = try row(destination, target.number) else { return }
+        let updated: Value = toMany ? .objects(CommitPlan.targets(row[inverse]).filter { $0 != id }) : .null
+        var values = row
+        values[inverse] = updated
+        try writeRow(destination, target.number, values, old: row)
     }
 
     func failure(_ message: String, entity: String? = nil, object: ObjectID? = nil, key: String? = nil) -> MigrationError {

@@ -13,16 +13,19 @@ enum Migrator {
         return try result.get()
     }
 
-    /// Runs one step in memory on the migration queue and returns its outcome.
+    /// Runs one step on the migration queue and returns its outcome as a generation (for dry
+    /// runs and legacy stores, which hold each step's result in memory: the step's spill is
+    /// an in-memory file, read back into the generation).
     static func execute(
         _ step: MigrationStep, on source: Generation, number: Int, of count: Int, plan: MigrationPlan,
         progress: (@Sendable (MigrationProgress) -> Void)?
     ) async throws(MigrationError) -> StepOutcome {
         try await onQueue { () throws(MigrationError) -> StepOutcome in
             let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
-                                          progress: progress, awakening: plan.awakening)
+                                          progress: progress, awakening: plan.awakening, spillDirectory: "/", spillIO: InMemoryFileIO())
             let outcome = try execution.run()
-            return StepOutcome(generation: outcome.generation,
+            defer { outcome.contents.spill.remove() }
+            return StepOutcome(generation: try outcome.contents.generation(step: step.name),
                                problems: outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) },
                                dropped: outcome.dropped)
         }
@@ -31,9 +34,10 @@ enum Migrator {
     /// Runs one step of a store being migrated in place and writes its checkpoint.
     ///
     /// An inferred step is validated in one pass over the source and then written row by row
-    /// (``InferredContents``): it never holds a second copy of the store. A custom step builds
-    /// its destination objects in memory (links may touch any of them), is validated, and is
-    /// written from there.
+    /// (``InferredContents``): it never holds a second copy of the store. A custom step
+    /// writes its destination objects to a temporary file in the store directory as it makes
+    /// them (``MigrationSpill``), is validated in one pass over that file, and is written
+    /// from it; the file is removed when the step ends, and at the next open if a crash left it.
     static func migrate(
         _ store: Store, _ step: MigrationStep, number: Int, of count: Int, plan: MigrationPlan,
         progress: (@Sendable (MigrationProgress) -> Void)?
@@ -43,11 +47,20 @@ enum Migrator {
             progress?(MigrationProgress(step: step.name, stepNumber: number, stepCount: count, phase: phase, entity: entity,
                                         completed: completed, total: total))
         }
+        let journal = store.journal
         let contents: any CheckpointSource
+        var spill: MigrationSpill?
+        defer { spill?.remove() }
         if step.isCustom {
-            let outcome = try await execute(step, on: source, number: number, of: count, plan: plan, progress: progress)
-            if let error = StepOutcome.validationError(outcome.problems, step: step) { throw error }
-            contents = outcome.generation
+            let (stepContents, problems) = try await onQueue { () throws(MigrationError) -> (StepContents, [ValidationProblem]) in
+                let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count, progress: progress,
+                                              awakening: plan.awakening, spillDirectory: journal.path, spillIO: journal.io)
+                let outcome = try execution.run()
+                return (outcome.contents, outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) })
+            }
+            spill = stepContents.spill
+            if let error = StepOutcome.validationError(problems, step: step) { throw error }
+            contents = stepContents
         } else {
             let inferred = InferredContents(source: source, step: step)
             let problems = try await onQueue { () throws(MigrationError) -> [ValidationProblem] in
@@ -58,7 +71,7 @@ enum Migrator {
         }
         report(.writing, nil, 0, source.totalCount)
         do throws(StoreError) {
-            try await store.journal.writeMigrationCheckpoint(contents, schema: step.destination)
+            try await journal.writeMigrationCheckpoint(contents, schema: step.destination)
         } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's checkpoint")
         }

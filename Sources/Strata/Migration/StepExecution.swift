@@ -1,7 +1,13 @@
-/// Runs one migration step over a store's objects, in memory: the first pass creates every
-/// destination object (inferred copies and custom transforms), the second establishes
-/// relationships (carried over, then the step's links), then the result is validated.
-/// Nothing is written here; the caller writes the result only once it is valid.
+/// Runs one migration step over a store's objects: the first pass creates every destination
+/// object (inferred copies and custom transforms), the second establishes relationships
+/// (carried over, then the step's links), then the result is validated in one pass over the
+/// destination.
+///
+/// The destination objects are written to a temporary file as they are made
+/// (``MigrationSpill``), not held in memory: what stays in memory is the spill's index, the
+/// unique values, which objects each source object became, and a batch of rows. Nothing is
+/// written to the store here; the caller writes the result (``StepContents``) only once it
+/// is valid, and removes the spill.
 struct StepExecution {
     let step: MigrationStep
     let source: Generation
@@ -9,12 +15,16 @@ struct StepExecution {
     let stepCount: Int
     let progress: (@Sendable (MigrationProgress) -> Void)?
     let awakening: AwakeFromInsert?
+    /// Where the destination objects are kept while the step runs.
+    let spillDirectory: String
+    let spillIO: any FileIO
     /// How often progress is reported, in objects.
     static let progressInterval = 10_000
 
     /// What a step produced and found.
     struct Outcome {
-        var generation: Generation
+        /// The destination objects; the caller removes its spill when done with it.
+        var contents: StepContents
         /// Validation problems (empty when the result is valid), each with its cause.
         var problems: [(problem: Generation.IntegrityProblem, cause: SchemaChange?)]
         /// Source objects a transform made nothing from.
@@ -26,22 +36,38 @@ struct StepExecution {
                                     entity: entity, completed: completed, total: total))
     }
 
-    /// Runs the step; throws only for transform failures, returns validation problems.
+    /// Runs the step; throws only for transform failures (and failures of the spill file),
+    /// returns validation problems. On a throw the spill is already removed.
     func run() throws(MigrationError) -> Outcome {
+        let spill: MigrationSpill
+        do throws(StoreError) {
+            spill = try MigrationSpill(directory: spillDirectory, schema: step.destination, io: spillIO)
+        } catch {
+            throw MigrationError.store(error, step: step.name, "starting the step")
+        }
+        do throws(MigrationError) {
+            return try run(spill)
+        } catch {
+            spill.remove()
+            throw error
+        }
+    }
+
+    private func run(_ spill: MigrationSpill) throws(MigrationError) -> Outcome {
         let mapping = step.mapping
         let awakened = Set(awakening?.entities(in: step.destination) ?? [])
-        let destination = MigrationDestination(step: step, source: source, awakenedEntities: awakened)
+        let destination = MigrationDestination(step: step, source: source, awakenedEntities: awakened, spill: spill)
         let sourceSchema = step.source
         let isTransformed = sourceSchema.entities.map { step.transforms[$0.name] != nil }
         let remapsInline = !isTransformed.contains(true)
-        var dropped: [ObjectID] = []
+        var dropped = 0
 
         // Pass 1: every destination object.
         for (s, sourceEntity) in sourceSchema.entities.enumerated() {
             let total = source.tables[s].count
             var done = 0
+            var failure: MigrationError?
             if let transform = step.transforms[sourceEntity.name] {
-                var failure: MigrationError?
                 source.tables[s].forEach { number, row in
                     guard failure == nil else { return }
                     let object = MigrationSourceObject(id: ObjectID(entity: sourceEntity.name, number: number), values: row.values,
@@ -55,25 +81,28 @@ struct StepExecution {
                         failure = MigrationError(.transformFailed, "the transform threw: \(error)", step: step.name,
                                                  entity: sourceEntity.name, object: object.id)
                     }
-                    if destination.madeFrom[object.id] == nil { dropped.append(object.id) }
+                    if destination.isDropped(object.id) { dropped += 1 }
+                    if failure == nil, let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize {
+                        do throws(MigrationError) { try awakening.apply(to: destination) } catch { failure = error }
+                    }
                     done += 1
                     if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
                 }
                 destination.current = nil
-                if var failure {
-                    if failure.step == nil { failure.step = step.name }
-                    throw failure
-                }
             } else if let d = mapping.destinationOfSource[s] {
-                let name = step.destination.entities[d].name
                 let renames = mapping.renamedEntities
                 source.tables[s].forEach { number, row in
+                    guard failure == nil else { return }
                     let values = mapping.destinationValues(of: row.values, entity: d, renames: renames,
                                                             relationships: remapsInline ? .renamed : .empty)
-                    destination.generation.insertRow(ObjectID(entity: name, number: number), entity: d, values: values, version: 0)
+                    do throws(MigrationError) { try destination.writeRow(d, number, values, old: nil) } catch { failure = error }
                     done += 1
                     if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
                 }
+            }
+            if var failure {
+                if failure.step == nil { failure.step = step.name }
+                throw failure
             }
             report(.transforming, sourceEntity.name, done, total)
         }
@@ -84,8 +113,11 @@ struct StepExecution {
             try carryOverRelationships(destination, isTransformed: isTransformed)
         }
         for (entity, link) in step.links {
-            let ids = destination.objects(of: entity)
-            for (k, id) in ids.enumerated() {
+            let index = step.destination.entityIndex(named: entity)!
+            let name = step.destination.entities[index].name
+            let numbers = spill.numbers(of: index)
+            for (k, number) in numbers.enumerated() {
+                let id = ObjectID(entity: name, number: number)
                 do {
                     try link(id, destination)
                 } catch let error as MigrationError {
@@ -95,76 +127,80 @@ struct StepExecution {
                 } catch {
                     throw MigrationError(.transformFailed, "the link threw: \(error)", step: step.name, entity: entity, object: id)
                 }
-                if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, ids.count) }
+                if let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize { try awakening.apply(to: destination) }
+                if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, numbers.count) }
             }
-            report(.linking, entity, ids.count, ids.count)
+            report(.linking, entity, numbers.count, numbers.count)
         }
+        // The rest of the objects links inserted.
+        if let awakening { try awakening.apply(to: destination) }
 
         // Validation.
-        report(.validating, nil, 0, destination.generation.totalCount)
-        var problems = destination.generation.integrityProblems(limit: 100).map { problem in
+        var problems = try integrityProblems(destination, limit: 100).map { problem in
             (problem, mapping.change(entity: problem.object.entity, key: problem.key))
         }
-        problems += deleteRuleProblems(dropped, destination)
-        var generation = destination.generation
-        generation.transaction = source.transaction
-        // Numbers are never reused: carry every source entity's highest number over.
-        for (s, d) in mapping.destinationOfSource.enumerated() {
-            if let d, source.highestNumbers[s] > generation.highestNumbers[d] { generation.highestNumbers[d] = source.highestNumbers[s] }
+        problems += deleteRuleProblems(destination, limit: 100)
+        do throws(StoreError) { try spill.flush() } catch {
+            throw MigrationError.store(error, step: step.name, "writing the step's new objects")
         }
-        return Outcome(generation: generation, problems: problems, dropped: dropped.count)
+        // Numbers are never reused: carry every source entity's highest number over.
+        var highest = destination.highestNumbers
+        for (s, d) in mapping.destinationOfSource.enumerated() {
+            if let d, source.highestNumbers[s] > highest[d] { highest[d] = source.highestNumbers[s] }
+        }
+        var highestByName: [String: UInt64] = [:]
+        for (d, entity) in step.destination.entities.enumerated() where highest[d] > 0 { highestByName[entity.name] = highest[d] }
+        let contents = StepContents(spill: spill, schema: step.destination, lastTransaction: source.transaction,
+                                    highestObjectNumbers: highestByName)
+        return Outcome(contents: contents, problems: problems, dropped: dropped)
     }
 
     /// The destination objects of entity `d` that the source object `target` became.
     private func remap(_ target: ObjectID, to d: Int, _ destination: MigrationDestination, isTransformed: [Bool]) -> [ObjectID] {
         let name = step.destination.entities[d].name
-        if let made = destination.madeFrom[target] { return made.filter { $0.entity == name } }
-        guard let s = step.source.entityIndex(named: target.entity), !isTransformed[s], step.mapping.destinationOfSource[s] == d else {
-            return []
-        }
+        guard let s = step.source.entityIndex(named: target.entity) else { return [] }
+        if let made = destination.madeObjects(s, target.number) { return made.filter { $0.entity == name } }
+        guard !isTransformed[s], step.mapping.destinationOfSource[s] == d else { return [] }
         return [ObjectID(entity: name, number: target.number)]
     }
 
     /// Fills relationships from the source objects, following the objects related objects became.
     private func carryOverRelationships(_ destination: MigrationDestination, isTransformed: [Bool]) throws(MigrationError) {
         let schema = step.destination
+        // Per source entity: its relationships' names and storage indexes.
+        let oldRelationships = step.source.entities.map { old in
+            Dictionary(uniqueKeysWithValues: old.relationships.enumerated().map { ($1.name, old.attributes.count + $0) })
+        }
         for (d, entity) in schema.entities.enumerated() where !entity.relationships.isEmpty {
             let mapping = step.mapping.entities[d]
             let attributeCount = entity.attributes.count
             let destinations = entity.relationships.map { schema.entityIndex(named: $0.destination)! }
-            var updates: [(ObjectID, [PropertyChange])] = []
-            var created: [(ObjectID, ObjectID)] = []
-            destination.generation.tables[d].forEach { number, row in
-                let id = ObjectID(entity: entity.name, number: number)
-                if let origin = destination.origin[id] {
-                    created.append((id, origin))
-                    return
-                }
-                var changes: [PropertyChange] = []
-                for (r, relationship) in entity.relationships.enumerated() {
-                    guard case .copy(let i) = mapping.properties[attributeCount + r], let s = mapping.source else { continue }
+            let numbers = destination.spill.numbers(of: d)
+            // Carried-over objects: their relationships, followed to what the related objects became.
+            if let s = mapping.source {
+                for number in numbers where destination.origin(d, number) == nil {
                     guard let sourceRow = source.tables[s][number] else { continue }
-                    let targets = CommitPlan.targets(sourceRow.values[i]).flatMap {
-                        remap($0, to: destinations[r], destination, isTransformed: isTransformed)
+                    var changes: [(index: Int, value: Value)] = []
+                    for (r, relationship) in entity.relationships.enumerated() {
+                        guard case .copy(let i) = mapping.properties[attributeCount + r] else { continue }
+                        let targets = CommitPlan.targets(sourceRow.values[i]).flatMap {
+                            remap($0, to: destinations[r], destination, isTransformed: isTransformed)
+                        }
+                        changes.append((attributeCount + r,
+                                        relationship.isToMany ? .objects(Self.unique(targets)) : (targets.first.map { .object($0) } ?? .null)))
                     }
-                    changes.append(PropertyChange(index: attributeCount + r,
-                                                  value: relationship.isToMany ? .objects(Self.unique(targets)) : (targets.first.map { .object($0) } ?? .null)))
+                    if !changes.isEmpty { try destination.updateRow(d, number, changes) }
                 }
-                if !changes.isEmpty { updates.append((id, changes)) }
             }
-            for (id, changes) in updates { destination.generation.updateRow(id, entity: d, changes: changes, version: 0) }
             // Objects a transform made: relationships it left empty follow the source object's
             // relationship of the same name (or the one it was renamed from).
-            // Per source entity: its relationships' names and storage indexes.
-            let oldRelationships = step.source.entities.map { old in
-                Dictionary(uniqueKeysWithValues: old.relationships.enumerated().map { ($1.name, old.attributes.count + $0) })
-            }
-            for (id, origin) in created {
-                guard let s = step.source.entityIndex(named: origin.entity), !oldRelationships[s].isEmpty,
-                    let sourceRow = source.tables[s][origin.number]
+            for number in numbers {
+                guard let origin = destination.origin(d, number), let s = step.source.entityIndex(named: origin.entity),
+                    !oldRelationships[s].isEmpty, let sourceRow = source.tables[s][origin.number]
                 else { continue }
-                let row = destination.generation.tables[d][id.number]!
-                for (r, relationship) in entity.relationships.enumerated() where CommitPlan.targets(row.values[attributeCount + r]).isEmpty {
+                let id = ObjectID(entity: entity.name, number: number)
+                guard let row = try destination.row(d, number) else { continue }
+                for (r, relationship) in entity.relationships.enumerated() where CommitPlan.targets(row[attributeCount + r]).isEmpty {
                     let oldIndex = relationship.renamedFrom.flatMap { oldRelationships[s][$0] } ?? oldRelationships[s][relationship.name]
                     guard let oldIndex else { continue }
                     let value = sourceRow.values[oldIndex]
@@ -172,7 +208,7 @@ struct StepExecution {
                         remap($0, to: destinations[r], destination, isTransformed: isTransformed)
                     })
                     guard !targets.isEmpty else { continue }
-                    let current = CommitPlan.targets(destination.generation.tables[d][id.number]!.values[attributeCount + r])
+                    let current = CommitPlan.targets(try destination.row(d, number)![attributeCount + r])
                     guard current.isEmpty else { continue }  // set meanwhile through an inverse
                     try destination.setRelationship(relationship.isToMany ? .objects(targets) : .object(targets[0]),
                                                     at: attributeCount + r, of: id, entity: d)
@@ -187,26 +223,91 @@ struct StepExecution {
         return ids.filter { seen.insert($0).inserted }
     }
 
+    /// The new schema's rules the destination breaks, in one pass over it (entity by entity,
+    /// in number order), as ``Generation/integrityProblems(limit:)`` finds them in a
+    /// generation: required values, limits, unique values, references and inverses. A
+    /// relationship's inverse is checked by reading the related object's newest record.
+    private func integrityProblems(_ destination: MigrationDestination, limit: Int) throws(MigrationError) -> [Generation.IntegrityProblem] {
+        let schema = step.destination
+        let spill = destination.spill
+        var problems: [Generation.IntegrityProblem] = []
+        let total = schema.entities.indices.reduce(0) { $0 + spill.count(of: $1) }
+        report(.validating, nil, 0, total)
+        var done = 0
+        do throws(StoreError) {
+            for (index, entity) in schema.entities.enumerated() {
+                let unique = entity.attributes.firstIndex(where: \.isUnique)
+                let attributeCount = entity.attributes.count
+                let relationships = entity.relationships.map { relationship in
+                    let target = schema.entityIndex(named: relationship.destination)!
+                    return (relationship, target, schema.entities[target].propertyIndex(named: relationship.inverse)!)
+                }
+                try spill.forEach(of: index) { number, values throws(StoreError) -> Bool in
+                    let id = ObjectID(entity: entity.name, number: number)
+                    func add(_ key: String, _ message: String) -> Bool {
+                        problems.append(Generation.IntegrityProblem(object: id, key: key, message: message))
+                        return problems.count < limit
+                    }
+                    for (i, attribute) in entity.attributes.enumerated() {
+                        if let problem = AttributeCheck.problem(with: values[i], for: attribute), !add(attribute.name, problem) { return false }
+                    }
+                    if let u = unique, !values[u].isNull, let first = destination.lowestHolder(of: values[u], entity: index), first != number {
+                        if !add(entity.attributes[u].name, "unique value \(values[u]) is also used by \(entity.name)/\(first)") { return false }
+                    }
+                    for (offset, (relationship, target, inverse)) in relationships.enumerated() {
+                        let targets = CommitPlan.targets(values[attributeCount + offset])
+                        if targets.isEmpty && !relationship.isOptional {
+                            if !add(relationship.name, "the relationship is required but empty") { return false }
+                        }
+                        for other in targets {
+                            guard other.entity == schema.entities[target].name, let otherValues = try spill.values(target, other.number) else {
+                                if !add(relationship.name, "refers to \(other), which does not exist") { return false }
+                                continue
+                            }
+                            if !CommitPlan.targets(otherValues[inverse]).contains(id) {
+                                if !add(relationship.name, "refers to \(other), but \(other).\(relationship.inverse) does not refer back") {
+                                    return false
+                                }
+                            }
+                        }
+                    }
+                    done += 1
+                    if done % Self.progressInterval == 0 { report(.validating, entity.name, done, total) }
+                    return true
+                }
+                if problems.count >= limit { break }
+            }
+        } catch {
+            throw MigrationError.store(error, step: step.name, "reading the step's new objects")
+        }
+        report(.validating, nil, done, total)
+        return problems
+    }
+
     /// Delete rules of source objects a transform dropped: `deny` refuses while they refer
     /// to objects that are kept; `cascade` requires what they refer to be dropped too.
     private func deleteRuleProblems(
-        _ dropped: [ObjectID], _ destination: MigrationDestination
+        _ destination: MigrationDestination, limit: Int
     ) -> [(problem: Generation.IntegrityProblem, cause: SchemaChange?)] {
-        guard !dropped.isEmpty else { return [] }
-        let droppedSet = Set(dropped)
         var problems: [(problem: Generation.IntegrityProblem, cause: SchemaChange?)] = []
-        for id in dropped {
-            guard let object = destination.reader.object(id) else { continue }
-            let entity = object.entity
-            for (r, relationship) in entity.relationships.enumerated() where relationship.deleteRule != .nullify {
-                let kept = CommitPlan.targets(object.values[entity.attributes.count + r]).filter { !droppedSet.contains($0) }
-                guard let first = kept.first else { continue }
-                let message = relationship.deleteRule == .deny
-                    ? "the transform dropped the object, but its delete rule is deny and it refers to \(first), which is kept"
-                    : "the transform dropped the object, so its cascade delete rule drops \(first) too, but the transform for \(first.entity) kept it"
-                problems.append((Generation.IntegrityProblem(object: id, key: relationship.name, message: message), nil))
-                if problems.count >= 100 { return problems }
+        for (s, entity) in step.source.entities.enumerated() where step.transforms[entity.name] != nil {
+            let rules = entity.relationships.enumerated().filter { $0.element.deleteRule != .nullify }
+            guard !rules.isEmpty else { continue }
+            source.tables[s].forEach { number, row in
+                guard problems.count < limit else { return }
+                let id = ObjectID(entity: entity.name, number: number)
+                guard destination.isDropped(id) else { return }
+                for (r, relationship) in rules {
+                    let kept = CommitPlan.targets(row.values[entity.attributes.count + r]).filter { !destination.isDropped($0) }
+                    guard let first = kept.first else { continue }
+                    let message = relationship.deleteRule == .deny
+                        ? "the transform dropped the object, but its delete rule is deny and it refers to \(first), which is kept"
+                        : "the transform dropped the object, so its cascade delete rule drops \(first) too, but the transform for \(first.entity) kept it"
+                    problems.append((Generation.IntegrityProblem(object: id, key: relationship.name, message: message), nil))
+                    if problems.count >= limit { return }
+                }
             }
+            if problems.count >= limit { break }
         }
         return problems
     }

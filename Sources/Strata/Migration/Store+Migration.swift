@@ -5,7 +5,10 @@ extension Store {
     /// an older version.
     ///
     /// Every step from the store's version to the newest runs in order. Each step is computed
-    /// in memory and validated; only a valid result is written, as a checkpoint that replaces
+    /// and validated — an inferred step in one pass over the store, a custom step's new objects
+    /// kept in a temporary file in the store directory rather than in memory (removed when the
+    /// step ends, or at the next open after a crash); only a valid result is written, as a
+    /// checkpoint that replaces
     /// the store's contents in one atomic rename (see ``Journal``'s migration checkpoints).
     /// A crash at any moment leaves a store that opens — at its old version or at the last
     /// step completed — and opening it again with the plan finishes the migration.

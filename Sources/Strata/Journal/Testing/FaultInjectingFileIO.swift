@@ -162,6 +162,12 @@ public final class FaultInjectingFileIO: FileIO {
         state.withLock { $0.callCount }
     }
 
+    /// How many calls of one operation have been made (failed ones included): the range of
+    /// ``Fault/callIndex`` for a fault counting only that operation.
+    public func callCount(of operation: Operation) -> Int {
+        state.withLock { $0.counts[operation] ?? 0 }
+    }
+
     /// How many calls were failed or shortened.
     public var injectedCount: Int {
         state.withLock { $0.injectedCount }

@@ -1,0 +1,244 @@
+/// The destination rows of a custom migration step, kept in a temporary file instead of in
+/// memory: an append-only log of row records, and per entity an index from object number to
+/// the newest record of that object.
+///
+/// Writing a row appends a record; the record it replaces stays in the file, unreferenced.
+/// Records are buffered and written in batches of ``batchSize`` bytes, so a row read soon
+/// after it was written (the common case: a link reads what it set) comes from the buffer.
+/// Memory is the write buffer, a read-ahead window of 256 KiB for scans, and the index: 16
+/// bytes per object in a ``PersistentTable`` (radix-tree leaves of 32 optional locations).
+///
+/// Records use the store's value encoding (`ByteWriter.writeValue`): the entity index, the
+/// object number, the value count, then each value with its tag. Object IDs are written by
+/// entity index; an entity the destination schema lacks (a transform's mistake, which
+/// validation reports) gets an index past the schema's, so that any value can be held until
+/// it is validated.
+///
+/// The file is named like a temporary file (see ``StoreLayout/migrationSpillName``), so that
+/// one left by a crash is removed when the store is next opened for writing; it is never
+/// synced, and is removed when the step ends. Every access goes through the store's
+/// ``FileIO``.
+///
+/// `@unchecked Sendable`: it is used by one thread at a time — built on the migration queue,
+/// then read by the journal's queue while the checkpoint is written, a hand-off ordered by the
+/// `await` between them.
+final class MigrationSpill: @unchecked Sendable {
+    /// Where a row's newest record is.
+    struct Location {
+        var offset: Int64
+        var length: UInt32
+    }
+
+    /// Records are written to the file when the buffer reaches this size.
+    static let batchSize = 1 << 20
+
+    let io: any FileIO
+    let path: String
+    private let fd: FileDescriptor
+    /// Entity names by encoded index: the schema's, then any other name a value referred to.
+    private var names: [String]
+    private var entityIndexes: [String: Int]
+    /// Per destination entity: object number → its newest record.
+    private(set) var tables: [PersistentTable<Location>]
+    /// Records not yet written to the file; they start at `flushedSize`.
+    private var buffer = ByteWriter(capacity: MigrationSpill.batchSize + 64 * 1024)
+    private var flushedSize: Int64 = 0
+    private var readBuffer: [UInt8] = []
+    /// Bytes of the file from `windowStart`, read ahead by scans in number order (whose newest
+    /// records are mostly in the order they were written) and by reads landing just past it;
+    /// other reads use it when it holds their record, and otherwise read just the record.
+    private var window: [UInt8] = []
+    private var windowStart: Int64 = 0
+    /// How much a scan reads ahead.
+    static let windowSize = 256 << 10
+    private var isClosed = false
+    /// The first failed read while the rows were handed to the checkpoint writer.
+    var readFailure: StoreError?
+
+    /// Creates the spill file in `directory` (replacing one an interrupted run left).
+    /// - Throws: ``StoreError`` (`io`) when the file cannot be created.
+    init(directory: String, schema: Schema, io: any FileIO) throws(StoreError) {
+        self.io = io
+        path = StoreLayout.join(directory, StoreLayout.migrationSpillName)
+        if io.kind(of: path) != nil {
+            do throws(FileIOError) { try io.remove(path) } catch {
+                throw StoreError.io(error, "removing the temporary file of an interrupted migration")
+            }
+        }
+        do throws(FileIOError) {
+            fd = try io.open(path, access: .readWrite, creation: .createExclusive)
+        } catch {
+            throw StoreError.io(error, "creating the migration's temporary file")
+        }
+        names = schema.entities.map(\.name)
+        entityIndexes = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        tables = schema.entities.map { _ in PersistentTable() }
+    }
+
+    /// The number of objects of an entity.
+    func count(of entity: Int) -> Int { tables[entity].count }
+
+    /// Whether the object exists.
+    func contains(_ entity: Int, _ number: UInt64) -> Bool { tables[entity][number] != nil }
+
+    /// The numbers of an entity's objects, in order.
+    func numbers(of entity: Int) -> [UInt64] {
+        var numbers: [UInt64] = []
+        numbers.reserveCapacity(tables[entity].count)
+        tables[entity].forEach { number, _ in numbers.append(number) }
+        return numbers
+    }
+
+    /// Writes an object's values (a new object, or a new version of one).
+    func write(_ entity: Int, _ number: UInt64, _ values: [Value]) throws(StoreError) {
+        for value in values {
+            switch value {
+            case .object(let id): register(id.entity)
+            case .objects(let ids): for id in ids { register(id.entity) }
+            default: break
+            }
+        }
+        let start = buffer.count
+        buffer.writeVarint(entity)
+        buffer.writeVarint(number)
+        buffer.writeVarint(values.count)
+        for value in values { buffer.writeValue(value, entityIndexes: entityIndexes) }
+        let length = buffer.count - start
+        guard length <= Int(UInt32.max) else {
+            buffer.truncate(to: start)
+            throw StoreError(.io, "a row of \(names[entity])/\(number) takes \(length) bytes, more than a migration can hold (4 GiB)",
+                             path: path)
+        }
+        tables[entity][number] = Location(offset: flushedSize + Int64(start), length: UInt32(length))
+        if buffer.count >= Self.batchSize { try flush() }
+    }
+
+    private func register(_ name: String) {
+        if entityIndexes[name] == nil {
+            entityIndexes[name] = names.count
+            names.append(name)
+        }
+    }
+
+    /// Writes the buffered records to the file.
+    func flush() throws(StoreError) {
+        guard buffer.count > 0 else { return }
+        do throws(FileIOError) {
+            let result: Result<Void, FileIOError> = buffer.withUnsafeBytes { raw in
+                Result { () throws(FileIOError) in try io.writeAll(fd, raw, at: flushedSize, path: path) }
+            }
+            try result.get()
+        } catch {
+            throw StoreError.io(error, "writing the migration's temporary file")
+        }
+        flushedSize += Int64(buffer.count)
+        buffer.removeAll()
+    }
+
+    /// An object's values, or `nil` when it does not exist. A `scanning` read (objects visited
+    /// in number order) reads ahead of the record.
+    func values(_ entity: Int, _ number: UInt64, scanning: Bool = false) throws(StoreError) -> [Value]? {
+        guard let location = tables[entity][number] else { return nil }
+        return try read(location, of: entity, number, scanning: scanning)
+    }
+
+    private func read(_ location: Location, of entity: Int, _ number: UInt64, scanning: Bool = false) throws(StoreError) -> [Value] {
+        let decoded: Result<[Value], DecodeFailure>
+        if location.offset >= flushedSize {
+            let start = Int(location.offset - flushedSize)
+            decoded = buffer.withUnsafeBytes { raw in
+                decode(UnsafeRawBufferPointer(rebasing: raw[start..<start + Int(location.length)]))
+            }
+        } else if location.offset >= windowStart && location.offset + Int64(location.length) <= windowStart + Int64(window.count) {
+            let start = Int(location.offset - windowStart)
+            decoded = window.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[start..<start + Int(location.length)])) }
+        } else if scanning || location.offset >= windowStart && location.offset - windowStart <= Int64(window.count + Self.windowSize) {
+            // A scan, or a read just past the window (reads following the order the records
+            // were written in, as links visiting objects in number order do): read ahead.
+            let length = Int(min(flushedSize - location.offset, Int64(max(Self.windowSize, Int(location.length)))))
+            if window.count != length { window = [UInt8](repeating: 0, count: length) }
+            let read: Result<Int, FileIOError> = window.withUnsafeMutableBytes { raw in
+                Result { () throws(FileIOError) -> Int in try io.readFully(fd, into: raw, at: location.offset) }
+            }
+            let count: Int
+            do throws(FileIOError) { count = try read.get() } catch {
+                window = []
+                throw StoreError.io(error, "reading the migration's temporary file")
+            }
+            windowStart = location.offset
+            guard count >= Int(location.length) else {
+                window = []
+                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity])/\(number)",
+                                 path: path, offset: location.offset)
+            }
+            if count < window.count { window.removeLast(window.count - count) }
+            decoded = window.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[0..<Int(location.length)])) }
+        } else {
+            let length = Int(location.length)
+            if readBuffer.count < length { readBuffer = [UInt8](repeating: 0, count: max(length, 4096)) }
+            let read: Result<Int, FileIOError> = readBuffer.withUnsafeMutableBytes { raw in
+                Result { () throws(FileIOError) -> Int in
+                    try io.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<length]), at: location.offset)
+                }
+            }
+            let count: Int
+            do throws(FileIOError) { count = try read.get() } catch {
+                throw StoreError.io(error, "reading the migration's temporary file")
+            }
+            guard count == length else {
+                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity])/\(number)",
+                                 path: path, offset: location.offset)
+            }
+            decoded = readBuffer.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+        }
+        do throws(DecodeFailure) {
+            return try decoded.get()
+        } catch {
+            throw StoreError(.corrupted, "the migration's temporary file holds an unreadable record of \(names[entity])/\(number): \(error)",
+                             path: path, offset: location.offset)
+        }
+    }
+
+    private func decode(_ bytes: UnsafeRawBufferPointer) -> Result<[Value], DecodeFailure> {
+        Result { () throws(DecodeFailure) -> [Value] in
+            var reader = ByteReader(bytes)
+            _ = try reader.readVarint()
+            _ = try reader.readVarint()
+            let count = try reader.readCount("a value count", limit: bytes.count)
+            var values: [Value] = []
+            values.reserveCapacity(count)
+            for _ in 0..<count { values.append(try reader.readValue(names: names)) }
+            return values
+        }
+    }
+
+    /// Calls `body` with every object of an entity, in number order, until it returns `false`.
+    func forEach(of entity: Int, _ body: (UInt64, [Value]) throws(StoreError) -> Bool) throws(StoreError) {
+        var failure: StoreError?
+        var stopped = false
+        tables[entity].forEach { number, location in
+            guard failure == nil, !stopped else { return }
+            do throws(StoreError) {
+                stopped = !(try body(number, try read(location, of: entity, number, scanning: true)))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Closes and removes the file (best effort: a file left behind is removed when the
+    /// store is next opened for writing).
+    func remove() {
+        guard !isClosed else { return }
+        isClosed = true
+        io.close(fd)
+        try? io.remove(path)
+        tables = []
+        buffer = ByteWriter(capacity: 0)
+        readBuffer = []
+        window = []
+    }
+
+    deinit { remove() }
+}

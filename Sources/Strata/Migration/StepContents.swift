@@ -1,0 +1,51 @@
+/// The result of a custom step, read back from its spill file while the checkpoint is
+/// written: a ``CheckpointSource`` whose rows are never all in memory at once.
+///
+/// A read of the spill that fails stops the rows early and is reported through
+/// ``readFailure``, which the checkpoint writer checks before it finishes the file — so a
+/// checkpoint missing rows is never put in place.
+struct StepContents: FallibleCheckpointSource {
+    let spill: MigrationSpill
+    let schema: Schema
+    let lastTransaction: UInt64
+    let highestObjectNumbers: [String: UInt64]
+
+    var readFailure: StoreError? { spill.readFailure }
+
+    func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
+        for (index, entity) in schema.entities.enumerated() {
+            let name = entity.name
+            var rows: [RowImage] = []
+            // Rows are read in batches, then handed over, so that `body`'s errors pass through.
+            var numbers = spill.numbers(of: index)[...]
+            while !numbers.isEmpty, spill.readFailure == nil {
+                let batch = numbers.prefix(4_096)
+                numbers = numbers.dropFirst(batch.count)
+                rows.removeAll(keepingCapacity: true)
+                for number in batch {
+                    do throws(StoreError) {
+                        guard let values = try spill.values(index, number, scanning: true) else { continue }
+                        rows.append(RowImage(id: ObjectID(entity: name, number: number), values: values))
+                    } catch {
+                        spill.readFailure = error
+                        return
+                    }
+                }
+                for row in rows { try body(row) }
+            }
+        }
+    }
+
+    /// The rows read back into a generation (for dry runs and legacy stores).
+    func generation(step: String) throws(MigrationError) -> Generation {
+        var generation = Generation(schema: schema)
+        do {
+            try forEachRow { row in try generation.loadCheckpointRow(row) }
+            try generation.finishCheckpoint(through: lastTransaction, highestObjectNumbers: highestObjectNumbers)
+        } catch {
+            throw MigrationError(.store, "reading the step's new objects back: \(error)", step: step)
+        }
+        if let failure = readFailure { throw MigrationError.store(failure, step: step, "reading the step's new objects back") }
+        return generation
+    }
+}
