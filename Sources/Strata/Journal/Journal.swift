@@ -12,9 +12,7 @@ import Foundation
 ///
 /// Appends are group-committed: concurrent appends share one write and one `fsync`.
 /// ``enqueue(_:)`` queues a transaction without waiting; ``waitUntilDurable(_:)`` returns
-/// once it is durable under the journal's ``Durability``; ``append(_:)`` does both, and
-/// when no other append is being written it writes its own batch on the caller's thread
-/// (see "Group commit" in docs/ARCHITECTURE.md). A failed write or sync poisons
+/// once it is durable under the journal's ``Durability``. A failed write or sync poisons
 /// the journal: everything waiting and every later append throws ``StoreError/Code/poisoned``.
 ///
 /// ```swift
@@ -89,6 +87,8 @@ public final class Journal: Sendable {
     private let encodeBuffers = Locked<[ByteWriter]>([])
     /// Buffers larger than this are not kept.
     private static var largestPooledBuffer: Int { 16 << 20 }
+    /// Wakes the writer when a group it is gathering is complete.
+    private let groupComplete = DispatchSemaphore(value: 0)
     /// Called on the writer queue each time transactions become durable (with the last
     /// one), before their waiters resume — the store publishes generations here.
     private let durabilityObserver = Locked<DurabilityObserver?>(nil)
@@ -117,19 +117,13 @@ public final class Journal: Sendable {
         var spareBatch: [UInt8] = []
         var pendingLast: UInt64 = 0
         var pendingCount = 0
-        /// Transactions in the last batch written, and how long its sync took: pending
-        /// transactions wait (briefly) for that many to gather before they are written —
-        /// see ``gathers(_:)``.
+        /// Transactions in the last batch written, and how long its sync took: the writer
+        /// waits (briefly) for that many before syncing again — see ``gatherGroup()``.
         var lastBatchCount = 0
         var lastSyncNanoseconds: UInt64 = 0
-        /// Someone owns the writer: the writer queue, or an appender writing its own batch.
-        /// Only the owner writes; it drains or hands on what is pending before letting go.
+        /// While the writer gathers a group: how many pending transactions wake it.
+        var groupTarget = 0
         var writerScheduled = false
-        /// No one owns the writer, and pending transactions wait for their group to fill;
-        /// the append that fills it writes the batch, or the timer numbered `gatherTimer`
-        /// does when the wait is over.
-        var isGathering = false
-        var gatherTimer: UInt64 = 0
         var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var failure: StoreError?
         var isClosed = false
@@ -198,14 +192,6 @@ public final class Journal: Sendable {
     /// schema with ``RecordCodec/validate(_:)`` (the store does, before applying it), so it
     /// is only encoded.
     func enqueue(_ record: TransactionRecord, validated: Bool) throws(StoreError) {
-        try enqueue(record, validated: validated, leading: false)
-    }
-
-    /// Queues a transaction; with `leading`, returns `true` when the caller must write
-    /// the batch itself, at once, with ``writeOwnBatch(through:)`` (the journal was idle,
-    /// or the transaction completed the group being gathered).
-    @discardableResult
-    func enqueue(_ record: TransactionRecord, validated: Bool, leading: Bool) throws(StoreError) -> Bool {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
@@ -242,61 +228,19 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = record.number }
-            // The owner writes everything pending before it lets go of the writer.
+            if s.groupTarget > 0 && s.pendingCount >= s.groupTarget {
+                s.groupTarget = 0
+                return .wakeWriter
+            }
             guard !s.writerScheduled else { return .none }
-            if let delay = gathers(&s) { return .armGatherTimer(s.gatherTimer, delay) }
-            if s.isGathering { return .none }
             s.writerScheduled = true
-            return leading ? .lead : .startWriter
+            return .startWriter
         }
         switch schedule {
         case .startWriter: writerQueue.async { self.runWriter() }
-        case .armGatherTimer(let timer, let delay):
-            writerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { self.gatherTimerFired(timer) }
+        case .wakeWriter: groupComplete.signal()
         case .none: break
-        case .lead: return true
         }
-        return false
-    }
-
-    /// Group commit's gathering step, with the state locked and no owner: when the last
-    /// batch held several transactions (several appenders are active) but fewer are pending,
-    /// the pending ones wait — at most half the last sync's duration — for as many to arrive,
-    /// so that they share the next sync instead of each paying for one. Returns the wait if
-    /// a gathering starts now; ends a gathering whose group is complete. A lone appender never
-    /// waits: its last batch held one.
-    private func gathers(_ s: inout State) -> UInt64? {
-        let wanted = configuration.durability == .full && s.failure == nil && s.rollWaiters.isEmpty && s.lastBatchCount > 1
-            && s.pendingCount > 0 && s.pendingCount < s.lastBatchCount
-        guard wanted else {
-            s.isGathering = false
-            return nil
-        }
-        guard !s.isGathering else { return nil }
-        s.isGathering = true
-        s.gatherTimer &+= 1
-        return min(s.lastSyncNanoseconds / 2, 2_000_000)
-    }
-
-    /// A gathering's wait is over: if its group never filled, the writer queue writes what
-    /// is pending. Runs on the writer queue.
-    private func gatherTimerFired(_ timer: UInt64) {
-        let run = state.withLock { s in
-            guard s.isGathering, s.gatherTimer == timer, !s.writerScheduled else { return false }
-            s.isGathering = false
-            s.writerScheduled = true
-            return true
-        }
-        if run { runWriter() }
-    }
-
-    /// Writes the batch holding transaction `number` on the caller's thread, after
-    /// ``enqueue(_:validated:leading:)`` said the caller leads: no thread is woken to write
-    /// it, and none to resume the caller. Blocks for the write and (under `.full`) the sync.
-    func writeOwnBatch(through number: UInt64) {
-        // Synchronously on the writer queue: on the calling thread when the queue is idle
-        // (it is: nothing else owns the writer), and ordered with closing and compaction.
-        writerQueue.sync { self.runWriter(leader: number) }
     }
 
     /// Waits until the transaction numbered `number` is durable under the journal's
@@ -348,7 +292,7 @@ public final class Journal: Sendable {
 
     /// Enqueues a transaction and waits until it is durable.
     public func append(_ record: TransactionRecord) async throws(StoreError) {
-        if try enqueue(record, validated: false, leading: true) { writeOwnBatch(through: record.number) }
+        try enqueue(record)
         try await waitUntilDurable(record.number)
     }
 
@@ -374,23 +318,44 @@ public final class Journal: Sendable {
     private enum WriterAction {
         case none
         case startWriter
-        case armGatherTimer(UInt64, UInt64)
-        case lead
+        case wakeWriter
     }
 
-    /// Writes pending transactions in batches, as the writer's owner, until none are left or
-    /// they should gather first. Runs on the writer queue (asynchronously, or synchronously
-    /// on a leading appender's thread). A `leader` writes one batch — the one holding its
-    /// transaction — and hands whatever arrived meanwhile to the queue.
-    private func runWriter(leader: UInt64? = nil) {
+    /// Group commit's gathering step: when the last batch held several transactions (so
+    /// several appenders are active) but fewer are pending now, wait — at most half the last
+    /// sync's duration — for as many to arrive, so they share the next sync instead of
+    /// each paying for one. A lone appender never waits: its last batch held one.
+    private func gatherGroup() {
+        guard configuration.durability == .full else { return }
+        let wait = state.withLock { s -> UInt64? in
+            guard s.failure == nil, s.rollWaiters.isEmpty, s.lastBatchCount > 1,
+                s.pendingCount > 0, s.pendingCount < s.lastBatchCount
+            else { return nil }
+            s.groupTarget = s.lastBatchCount
+            return min(s.lastSyncNanoseconds / 2, 2_000_000)
+        }
+        guard let wait else { return }
+        if groupComplete.wait(timeout: .now() + .nanoseconds(Int(wait))) == .timedOut {
+            let signalComing = state.withLock { s in
+                defer { s.groupTarget = 0 }
+                return s.groupTarget == 0
+            }
+            // An append completed the group just as the wait ended: take its signal, so the
+            // next gathering does not return early.
+            if signalComing { groupComplete.wait() }
+        }
+    }
+
+    /// Writes pending transactions in batches until none are left. Runs on the writer queue.
+    private func runWriter() {
         while true {
+            gatherGroup()
             let step = state.withLock { s -> (batch: [UInt8], last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
                 let roll = !s.rollWaiters.isEmpty
                 guard s.failure == nil, let current = s.current, !s.pending.isEmpty || roll else {
                     s.writerScheduled = false
                     return nil
                 }
-                s.isGathering = false  // the owner takes everything pending
                 let batch = s.pending
                 // The buffer the last batch was written from becomes the next pending one.
                 s.pending = s.spareBatch
@@ -421,32 +386,6 @@ public final class Journal: Sendable {
                 poison(error)
                 return
             }
-            // Let go of the writer when nothing is pending or what is pending should gather;
-            // a leader hands anything else to the queue.
-            let next = state.withLock { s -> WriterAction in
-                if s.pending.isEmpty && s.rollWaiters.isEmpty {
-                    s.writerScheduled = false
-                    return .none
-                }
-                if s.rollWaiters.isEmpty, configuration.durability == .full, s.failure == nil, s.lastBatchCount > 1,
-                    s.pendingCount < s.lastBatchCount
-                {
-                    s.writerScheduled = false
-                    if let delay = gathers(&s) { return .armGatherTimer(s.gatherTimer, delay) }
-                    return .none
-                }
-                // `.lead`: keep writing here (the queue, or a leader whose transaction was not
-                // in this batch).
-                return leader == nil || s.lastWritten < leader! ? .lead : .startWriter
-            }
-            switch next {
-            case .lead: continue
-            case .startWriter: writerQueue.async { self.runWriter() }
-            case .armGatherTimer(let timer, let delay):
-                writerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { self.gatherTimerFired(timer) }
-            case .none: break
-            }
-            return
         }
     }
 

@@ -23,12 +23,12 @@ extension Store {
         // A poisoned or closed journal refuses every commit as such, before conflicts are
         // looked for against transactions that were never made durable.
         try journal.checkAccepting()
-        let (notification, generation, resolved, leads) = try commitState.withLock {
-            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Bool) in
+        let (notification, generation, resolved) = try commitState.withLock {
+            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict]) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
             let record = try plan.record(number: s.head.transaction + 1, codec: journal.codec)
             // The merge policy may have dropped every change: then there is nothing to commit.
-            if record.isEmpty { return (nil, s.head, plan.resolved, false) }
+            if record.isEmpty { return (nil, s.head, plan.resolved) }
             var next = s.head
             next.applyValidated(record)
             // The importer checks these constraints line by line as it stages (and names the
@@ -39,22 +39,19 @@ extension Store {
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
             pending.withLock { $0.append((next, notification)) }
-            let leads: Bool
             do throws(StoreError) {
-                leads = try journal.enqueue(record, validated: true, leading: true)  // `plan.record` validated it
+                try journal.enqueue(record, validated: true)  // `plan.record` validated it
             } catch {
                 pending.withLock { _ = $0.popLast() }
                 throw error
             }
             s.head = next
-            return (notification, next, plan.resolved, leads)
+            return (notification, next, plan.resolved)
         }
         guard let notification else {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }
         let number = notification.transaction
-        // Outside the commit lock, so that other commits gather meanwhile.
-        if leads { journal.writeOwnBatch(through: number) }
         try await journal.waitUntilDurable(number)
         ensurePublished(number)
         return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved, notification: notification)

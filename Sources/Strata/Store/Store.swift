@@ -36,10 +36,11 @@ public final class Store: Sendable {
     /// What readers see. Never held while anything else is done.
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
-    /// Held while generations are published and their notifications delivered, so that
-    /// they go out in transaction order whichever thread publishes (the journal's writer,
-    /// or a committer under `.none`). Taken before `pending` and `published`.
-    private let publishing = Locked<Void>(())
+    /// The last transaction published. Held while generations are published and their
+    /// notifications delivered, so that they go out in transaction order whichever thread
+    /// publishes (the journal's writer, or a committer under `.none`). Taken before
+    /// `pending` and `published`.
+    private let publishing: Locked<UInt64>
 
     struct CommitState: Sendable {
         /// The newest generation, including commits not yet durable (what commits are checked against).
@@ -52,6 +53,7 @@ public final class Store: Sendable {
         self.journal = journal
         self.commitState = Locked(CommitState(head: generation, allocated: generation.highestNumbers))
         self.published = Locked(generation)
+        self.publishing = Locked(generation.transaction)
         // Publish on the journal's writer queue as soon as a batch is durable: committers
         // then resume with their generation already visible, without another hop.
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
@@ -136,7 +138,8 @@ public final class Store: Sendable {
     /// delivers their notifications: on the journal's writer queue as batches become
     /// durable (`.full`, `.relaxed`), and by committers themselves under `.none`.
     private func publish(through durable: UInt64) {
-        publishing.withLock { _ in
+        publishing.withLock { last in
+            guard durable > last else { return }
             let ready = pending.withLock { queue -> [(generation: Generation, notification: CommitNotification)] in
                 let count = queue.prefix { $0.generation.transaction <= durable }.count
                 defer { queue.removeFirst(count) }
@@ -144,6 +147,7 @@ public final class Store: Sendable {
             }
             guard let newest = ready.last else { return }
             published.withLock { $0 = newest.generation }
+            last = newest.generation.transaction
             subscribers.yield(contentsOf: ready.map(\.notification))
         }
     }

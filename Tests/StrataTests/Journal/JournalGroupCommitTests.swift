@@ -30,55 +30,6 @@ import Testing
         await journal.close()
     }
 
-    /// Appenders calling `append` write their own batch when the journal is idle, and the
-    /// rest gather behind: acknowledged only after their sync, and sharing syncs.
-    @Test func leadingAppendersShareSyncs() async throws {
-        let appenders = 4
-        let history = History(seed: 41, count: appenders * 25)
-        let memory = InMemoryFileIO()
-        let checker = IOOrderingChecker(wrapping: memory)
-        let disk = HookedFileIO(wrapping: checker) { if $0 == .sync { usleep(1_000) } }
-        let journal = try Journal.create(
-            at: storePath, schema: Fixtures.songbook,
-            configuration: .init(segmentSize: segmentPreambleSize + 8_000, fileIO: disk) {
-                checker.noteAcknowledged(path: $0, durableThrough: $1)
-            })
-        let numbering = Numbering()
-        let acknowledged = try await withThrowingTaskGroup(of: [UInt64].self) { group in
-            for _ in 0..<appenders {
-                group.addTask {
-                    var mine: [UInt64] = []
-                    while true {
-                        // What `append` does, with the enqueueing under the numbering lock so
-                        // that transactions arrive in order.
-                        let step = try numbering.next.withLock { (next) throws(StoreError) -> (number: UInt64, leads: Bool)? in
-                            guard next < history.count else { return nil }
-                            let record = history.records[next]
-                            next += 1
-                            return (record.number, try journal.enqueue(record, validated: false, leading: true))
-                        }
-                        guard let step else { return mine }
-                        if step.leads { journal.writeOwnBatch(through: step.number) }
-                        try await journal.waitUntilDurable(step.number)
-                        #expect(journal.lastDurableTransaction >= step.number, "acknowledged before durable")
-                        mine.append(step.number)
-                    }
-                }
-            }
-            var all: [[UInt64]] = []
-            for try await mine in group { all.append(mine) }
-            return all
-        }
-        #expect(acknowledged.flatMap { $0 }.sorted() == Array(1...UInt64(history.count)))
-        let statistics = journal.statistics
-        #expect(statistics.appends == history.count)
-        #expect(statistics.syncs < statistics.appends, "group commit: \(statistics)")
-        #expect(statistics.writes == statistics.syncs)
-        #expect(statistics.segmentsStarted > 1)
-        await journal.close()
-        #expect(checker.violations.isEmpty, "\(checker.violations)")
-    }
-
     @Test func fourAppendersShareSyncs() async throws {
         let appenders = 4
         let history = History(seed: 31, count: appenders * 25)

@@ -92,9 +92,7 @@ import Darwin
         let index = rig.gate.syncs
         rig.faults.inject(.init(callIndex: index, kind: .error(EIO), persistence: .once, operations: [.sync]))
         rig.gate.hold(sync: index)
-        // Enqueued, so that the writer queue (not this test's task) is the one held.
-        try journal.enqueue(Self.history.record(6))
-        let six = Task { try await journal.waitUntilDurable(6) }
+        let six = Task { try await journal.append(Self.history.record(6)) }
         try #require(await eventually { rig.gate.isHolding })
         try journal.enqueue(Self.history.record(7))
         try journal.enqueue(Self.history.record(8))

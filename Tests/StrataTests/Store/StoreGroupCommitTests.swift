@@ -7,8 +7,7 @@ import Testing
         let directory = TemporaryDirectory("strata-group-commit")
         defer { directory.remove() }
         // An fsync takes a moment, as on a disk, longer than preparing a commit: commits
-        // arriving meanwhile join the next batch. (Where preparing takes longer than the
-        // sync, each commit finds the journal idle and writes at once — nothing to share.)
+        // arriving meanwhile join the next batch, however slow the build.
         let disk = HookedFileIO(wrapping: POSIXFileIO()) { if $0 == .sync { usleep(2_000) } }
         let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
                                      configuration: Store.Configuration(durability: .full, fileIO: disk))
