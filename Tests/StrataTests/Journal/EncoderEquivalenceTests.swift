@@ -79,6 +79,28 @@ import Testing
         }
     }
 
+    /// Lengths around the interleaving threshold, where the buffer is split in thirds.
+    @Test func interleavedCRC32CMatchesTheReference() {
+        var rng = SeededGenerator(seed: 0xC4C3_2C03)
+        let threshold = CRC32C.interleavedThreshold
+        for length in [threshold - 1, threshold, threshold + 1, threshold + 7, threshold + 8, threshold + 23, 3 * threshold + 5, 100_003] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let seed = UInt32.random(in: 0...UInt32.max, using: &rng)
+            #expect(CRC32C.checksum(bytes, continuing: seed) == Self.referenceCRC(bytes, continuing: seed), "length \(length)")
+        }
+    }
+
+    @Test func combinedChecksumsEqualTheChecksumOfTheWhole() {
+        var rng = SeededGenerator(seed: 0xC4C3_2C04)
+        for _ in 0..<100 {
+            let first = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let second = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let seed = UInt32.random(in: 0...UInt32.max, using: &rng)
+            let combined = CRC32C.combine(Self.referenceCRC(first, continuing: seed), Self.referenceCRC(second), length: second.count)
+            #expect(combined == Self.referenceCRC(first + second, continuing: seed), "\(first.count) + \(second.count) bytes")
+        }
+    }
+
     // MARK: - Records
 
     @Test(arguments: [0xE4C0_0001, 0xE4C0_0002] as [UInt64])
