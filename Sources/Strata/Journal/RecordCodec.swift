@@ -200,64 +200,68 @@ final class RecordCodec: Sendable {
     /// Room for the whole row is reserved first, so that writing calls nothing that could
     /// release a value: the values are then read in place, without a retain each.
     @inline(__always)
-    private func writeValues(of row: RowImage, entity index: Int, slots allSlots: UnsafeBufferPointer<Slot>, into c: inout ByteCursor) -> Int? {
+    private func writeValues(of row: RowImage, entity index: Int, slots allSlots: UnsafeBufferPointer<Slot>, into cursor: inout ByteCursor) -> Int? {
         let slots = UnsafeBufferPointer(rebasing: allSlots[slotStarts[index]..<slotStarts[index + 1]])
         precondition(row.values.count == slots.count, "\(row.id): \(row.values.count) values for \(slots.count) properties")
-        return row.values.withUnsafeBufferPointer { values in
-            var bound = 2 * ByteCursor.maxVarint + values.count * Self.fixedValueBound
-            for i in 0..<values.count { bound += Self.variableBound(values[i]) }
-            c.reserve(bound)
-            c.putVarint(UInt64(index))
-            c.putVarint(row.id.number)
-            for i in 0..<values.count {
-                let slot = slots[i]
-                var nonContiguousString = false
-                switch values[i] {
-                case .null:
-                    guard slot != .toMany else { return i }
-                    c.putByte(ValueTag.null.rawValue)
-                case .string(let s):
-                    guard slot == .string else { return i }
-                    c.putByte(ValueTag.string.rawValue)
-                    nonContiguousString = !c.putContiguousString(s)
-                case .int(let v):
-                    guard slot == .int else { return i }
-                    c.putByte(ValueTag.int.rawValue)
-                    c.putSignedVarint(v)
-                case .double(let d):
-                    guard slot == .double else { return i }
-                    c.putByte(ValueTag.double.rawValue)
-                    c.putUInt64(d.bitPattern)
-                case .bool(let b):
-                    guard slot == .bool else { return i }
-                    c.putByte(b ? ValueTag.boolTrue.rawValue : ValueTag.boolFalse.rawValue)
-                case .date(let d):
-                    guard slot == .date else { return i }
-                    c.putByte(ValueTag.date.rawValue)
-                    c.putUInt64(d.timeIntervalSinceReferenceDate.bitPattern)
-                case .data(let d):
-                    guard slot == .data else { return i }
-                    c.putByte(ValueTag.data.rawValue)
-                    c.putData(d)
-                case .uuid(let u):
-                    guard slot == .uuid else { return i }
-                    c.putByte(ValueTag.uuid.rawValue)
-                    c.putUUID(u)
-                case .object, .objects:
-                    // Out of line, reading the value again: a branch here that holds
-                    // the value across calls would make the switch copy every value.
-                    guard writeRelationship(values, i, slot: slot, entity: index, into: &c) else { return i }
-                }
-                if nonContiguousString, case .string(let s) = values[i] { c.putNonContiguousString(s) }
+        // A local cursor, and no closures: a cursor a closure captures by reference lives
+        // in memory, and every write through it might (for all the optimizer knows) change
+        // the values, which it then copies before reading.
+        var c = cursor
+        defer { cursor = c }
+        let values = row.values
+        var bound = 2 * ByteCursor.maxVarint + values.count * Self.fixedValueBound
+        for i in 0..<values.count { bound += Self.variableBound(values[i]) }
+        c.reserve(bound)
+        c.putVarint(UInt64(index))
+        c.putVarint(row.id.number)
+        for i in 0..<values.count {
+            let slot = slots[i]
+            var nonContiguousString = false
+            switch values[i] {
+            case .null:
+                guard slot != .toMany else { return i }
+                c.putByte(ValueTag.null.rawValue)
+            case .string(let s):
+                guard slot == .string else { return i }
+                c.putByte(ValueTag.string.rawValue)
+                nonContiguousString = !c.putContiguousString(s)
+            case .int(let v):
+                guard slot == .int else { return i }
+                c.putByte(ValueTag.int.rawValue)
+                c.putSignedVarint(v)
+            case .double(let d):
+                guard slot == .double else { return i }
+                c.putByte(ValueTag.double.rawValue)
+                c.putUInt64(d.bitPattern)
+            case .bool(let b):
+                guard slot == .bool else { return i }
+                c.putByte(b ? ValueTag.boolTrue.rawValue : ValueTag.boolFalse.rawValue)
+            case .date(let d):
+                guard slot == .date else { return i }
+                c.putByte(ValueTag.date.rawValue)
+                c.putUInt64(d.timeIntervalSinceReferenceDate.bitPattern)
+            case .data(let d):
+                guard slot == .data else { return i }
+                c.putByte(ValueTag.data.rawValue)
+                c.putData(d)
+            case .uuid(let u):
+                guard slot == .uuid else { return i }
+                c.putByte(ValueTag.uuid.rawValue)
+                c.putUUID(u)
+            case .object, .objects:
+                // Out of line, reading the value again: a branch here that holds
+                // the value across calls would make the switch copy every value.
+                guard writeRelationship(values, i, slot: slot, entity: index, into: &c) else { return i }
             }
-            return nil
+            if nonContiguousString, case .string(let s) = values[i] { c.putNonContiguousString(s) }
         }
+        return nil
     }
 
     /// Writes the relationship value `values[i]` if it fits its property; returns `false`
     /// (writing nothing) if it does not. Room for it is reserved.
     @inline(never)
-    private func writeRelationship(_ values: UnsafeBufferPointer<Value>, _ i: Int, slot: Slot, entity index: Int, into c: inout ByteCursor) -> Bool {
+    private func writeRelationship(_ values: [Value], _ i: Int, slot: Slot, entity index: Int, into c: inout ByteCursor) -> Bool {
         switch (slot, layout.entities[index].kinds[i], values[i]) {
         case (.toOne, .toOne(let destination), .object(let id)):
             guard id.entity == layout.entities[destination].name else { return false }

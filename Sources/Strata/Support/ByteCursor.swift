@@ -5,8 +5,10 @@ import Foundation
 /// `n` bytes, then `put…` calls may write up to `n` bytes in all before the next `reserve`.
 /// The encoder's hot path (one value is a tag, a varint or a fixed-width number) uses it.
 ///
-/// Obtain one with ``ByteWriter/withCursor(_:)``; it is valid only inside that call.
-struct ByteCursor: ~Copyable {
+/// Obtain one with ``ByteWriter/withCursor(_:)``; it is valid only inside that call. A
+/// copy may stand in for it for a while (in a local variable, which the optimizer keeps in
+/// registers), as long as it is assigned back before the original is used again.
+struct ByteCursor {
     private let storage: ByteStorage
     /// Where the next byte goes.
     private var next: UnsafeMutableRawPointer
