@@ -112,9 +112,11 @@ public final class Journal: Sendable {
         var lastEnqueued: UInt64
         var lastWritten: UInt64
         var lastDurable: UInt64
-        var pending: [UInt8] = []
+        /// The encoded transactions waiting for the writer. When it is empty, an append
+        /// hands over its encoding buffer instead of copying the bytes.
+        var pending = ByteWriter(capacity: 16)
         /// A written batch's buffer, emptied, kept for the next batch (see ``enqueue(_:)``).
-        var spareBatch: [UInt8] = []
+        var spareBatch = ByteWriter(capacity: 16)
         var pendingLast: UInt64 = 0
         var pendingCount = 0
         /// Transactions in the last batch written, and how long its sync took: the writer
@@ -199,7 +201,8 @@ public final class Journal: Sendable {
         // per 4 KiB every time.
         var writer = encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
         defer {
-            if writer.count <= Self.largestPooledBuffer {
+            // (After a hand-over, `writer` is the emptied batch buffer: it is pooled in turn.)
+            if writer.capacity <= Self.largestPooledBuffer {
                 writer.removeAll()
                 encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(writer) } }
             }
@@ -223,7 +226,12 @@ public final class Journal: Sendable {
                                  path: path, transaction: record.number)
             }
             s.lastEnqueued = record.number
-            writer.withUnsafeBytes { s.pending.append(contentsOf: $0) }
+            if s.pending.count == 0 {
+                // Take the encoding as the batch; the empty batch buffer goes to the pool.
+                swap(&s.pending, &writer)
+            } else {
+                writer.withUnsafeBytes { s.pending.write($0) }
+            }
             s.pendingLast = record.number
             s.pendingCount += 1
             s.statistics.appends += 1
@@ -350,27 +358,27 @@ public final class Journal: Sendable {
     private func runWriter() {
         while true {
             gatherGroup()
-            let step = state.withLock { s -> (batch: [UInt8], last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
+            let step = state.withLock { s -> (batch: ByteWriter, last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
                 let roll = !s.rollWaiters.isEmpty
-                guard s.failure == nil, let current = s.current, !s.pending.isEmpty || roll else {
+                guard s.failure == nil, let current = s.current, s.pending.count > 0 || roll else {
                     s.writerScheduled = false
                     return nil
                 }
                 let batch = s.pending
                 // The buffer the last batch was written from becomes the next pending one.
                 s.pending = s.spareBatch
-                s.spareBatch = []
+                s.spareBatch = ByteWriter(capacity: 16)
                 defer { s.pendingCount = 0 }
                 return (batch, s.pendingLast, s.pendingCount, current, roll)
             }
             guard let step else { return }
             var current = step.current
             do throws(StoreError) {
-                if !step.batch.isEmpty {
+                if step.batch.count > 0 {
                     try write(step.batch, count: step.count, through: step.last, to: &current)
                     var spent = step.batch
                     if spent.capacity <= Self.largestPooledBuffer {
-                        spent.removeAll(keepingCapacity: true)
+                        spent.removeAll()
                         state.withLock { s in if s.spareBatch.capacity < spent.capacity { s.spareBatch = spent } }
                     }
                 }
@@ -389,11 +397,12 @@ public final class Journal: Sendable {
         }
     }
 
-    private func write(_ batch: [UInt8], count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
+    private func write(_ batch: ByteWriter, count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
         let durability = configuration.durability
         var syncNanoseconds: UInt64 = 0
         do throws(FileIOError) {
-            try io.writeAll(current.descriptor, batch, at: current.size, path: current.segment.path)
+            let size = current.size, path = current.segment.path
+            try batch.withUnsafeBytes { (bytes) throws(FileIOError) in try io.writeAll(current.descriptor, bytes, at: size, path: path) }
             if durability == .full {
                 let start = DispatchTime.now().uptimeNanoseconds
                 try io.sync(current.descriptor)

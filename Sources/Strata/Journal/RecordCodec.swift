@@ -9,11 +9,40 @@ final class RecordCodec: Sendable {
     private let layout: SchemaLayout
     private let entityNames: [String]
 
+    /// Per entity, per property: what its value may be, as the encoder checks it. One
+    /// array for every entity, so that the encoder reads it without a retain per row:
+    /// entity `e`'s properties are at `slotStarts[e]..<slotStarts[e + 1]`.
+    private let slots: [Slot]
+    private let slotStarts: [Int]
+
+    /// What a property's value may be, in one byte: the encoder compares it with the
+    /// value's case instead of matching the property's ``SchemaLayout/Kind``.
+    enum Slot: UInt8 {
+        case string, int, double, bool, date, data, uuid, toOne, toMany
+
+        init(_ kind: SchemaLayout.Kind) {
+            switch kind {
+            case .attribute(.string): self = .string
+            case .attribute(.int): self = .int
+            case .attribute(.double): self = .double
+            case .attribute(.bool): self = .bool
+            case .attribute(.date): self = .date
+            case .attribute(.data): self = .data
+            case .attribute(.uuid): self = .uuid
+            case .toOne: self = .toOne
+            case .toMany: self = .toMany
+            }
+        }
+    }
+
     init(schema: Schema, storeID: UUID) {
         self.schema = schema
         self.seed = RecordFormat.seed(for: storeID)
         self.layout = schema.layout
         self.entityNames = schema.entities.map(\.name)
+        let kinds = schema.layout.entities.map(\.kinds)
+        self.slots = kinds.flatMap { $0.map(Slot.init) }
+        self.slotStarts = kinds.reduce(into: [0]) { starts, kinds in starts.append(starts.last! + kinds.count) }
     }
 
     // MARK: - Checking values
@@ -132,19 +161,159 @@ final class RecordCodec: Sendable {
         return index
     }
 
+    /// Appends a row (entity index, number, values) of a validated record.
     func writeRow(_ row: RowImage, into w: inout ByteWriter) {
         var cache = EntityCache()
-        writeRow(row, into: &w, cache: &cache)
+        w.withCursor { c in writeRow(row, into: &c, cache: &cache) }
     }
 
-    private func writeRow(_ row: RowImage, into w: inout ByteWriter, cache: inout EntityCache) {
+    private func writeRow(_ row: RowImage, into c: inout ByteCursor, cache: inout EntityCache) {
         guard let index = index(of: row.id.entity, cache: &cache) else {
             preconditionFailure("entity \"\(row.id.entity)\" is not in schema \"\(schema.name)\"; validate records before encoding")
         }
-        w.writeVarint(index)
-        w.writeVarint(row.id.number)
-        let indexes = layout.entityIndexes
-        for value in row.values { w.writeValue(value, entityIndexes: indexes) }
+        let fits = slots.withUnsafeBufferPointer { slots in writeValues(of: row, entity: index, slots: slots, into: &c) == nil }
+        guard fits else {
+            preconditionFailure("\(row.id) does not fit schema \"\(schema.name)\"; validate records before encoding")
+        }
+    }
+
+    /// The most bytes a value's encoding takes beyond ``fixedValueBound``: the length of
+    /// a string or data, the IDs of a to-many list.
+    @inline(__always)
+    private static func variableBound(_ value: Value) -> Int {
+        switch value {
+        case .string(let s): s.utf8.count
+        case .data(let d): d.count
+        case .objects(let ids): ids.count * 2 * ByteCursor.maxVarint
+        default: 0
+        }
+    }
+
+    /// The most bytes any value's encoding takes besides its variable part: a tag and two
+    /// varints (a to-one ID; a count or a length is one varint).
+    private static let fixedValueBound = 1 + 2 * ByteCursor.maxVarint
+
+    /// Writes a row's entity index, number and values, checking each value against its
+    /// property as it goes (one switch does both jobs). Returns the position of the first
+    /// value that does not fit (the writer then holds a partial row), or `nil`.
+    ///
+    /// Room for the whole row is reserved first, so that writing calls nothing that could
+    /// release a value: the values are then read in place, without a retain each.
+    @inline(__always)
+    private func writeValues(of row: RowImage, entity index: Int, slots allSlots: UnsafeBufferPointer<Slot>, into cursor: inout ByteCursor) -> Int? {
+        let slots = UnsafeBufferPointer(rebasing: allSlots[slotStarts[index]..<slotStarts[index + 1]])
+        precondition(row.values.count == slots.count, "\(row.id): \(row.values.count) values for \(slots.count) properties")
+        // A local cursor, and no closures: a cursor a closure captures by reference lives
+        // in memory, and every write through it might (for all the optimizer knows) change
+        // the values, which it then copies before reading.
+        var c = cursor
+        defer { cursor = c }
+        let values = row.values
+        var bound = 2 * ByteCursor.maxVarint + values.count * Self.fixedValueBound
+        for i in 0..<values.count { bound += Self.variableBound(values[i]) }
+        c.reserve(bound)
+        c.putVarint(UInt64(index))
+        c.putVarint(row.id.number)
+        for i in 0..<values.count {
+            let slot = slots[i]
+            var nonContiguousString = false
+            switch values[i] {
+            case .null:
+                guard slot != .toMany else { return i }
+                c.putByte(ValueTag.null.rawValue)
+            case .string(let s):
+                guard slot == .string else { return i }
+                c.putByte(ValueTag.string.rawValue)
+                nonContiguousString = !c.putContiguousString(s)
+            case .int(let v):
+                guard slot == .int else { return i }
+                c.putByte(ValueTag.int.rawValue)
+                c.putSignedVarint(v)
+            case .double(let d):
+                guard slot == .double else { return i }
+                c.putByte(ValueTag.double.rawValue)
+                c.putUInt64(d.bitPattern)
+            case .bool(let b):
+                guard slot == .bool else { return i }
+                c.putByte(b ? ValueTag.boolTrue.rawValue : ValueTag.boolFalse.rawValue)
+            case .date(let d):
+                guard slot == .date else { return i }
+                c.putByte(ValueTag.date.rawValue)
+                c.putUInt64(d.timeIntervalSinceReferenceDate.bitPattern)
+            case .data(let d):
+                guard slot == .data else { return i }
+                c.putByte(ValueTag.data.rawValue)
+                c.putData(d)
+            case .uuid(let u):
+                guard slot == .uuid else { return i }
+                c.putByte(ValueTag.uuid.rawValue)
+                c.putUUID(u)
+            case .object, .objects:
+                // Out of line, reading the value again: a branch here that holds
+                // the value across calls would make the switch copy every value.
+                guard writeRelationship(values, i, slot: slot, entity: index, into: &c) else { return i }
+            }
+            if nonContiguousString, case .string(let s) = values[i] { c.putNonContiguousString(s) }
+        }
+        return nil
+    }
+
+    /// Writes the relationship value `values[i]` if it fits its property; returns `false`
+    /// (writing nothing) if it does not. Room for it is reserved.
+    @inline(never)
+    private func writeRelationship(_ values: [Value], _ i: Int, slot: Slot, entity index: Int, into c: inout ByteCursor) -> Bool {
+        switch (slot, layout.entities[index].kinds[i], values[i]) {
+        case (.toOne, .toOne(let destination), .object(let id)):
+            guard id.entity == layout.entities[destination].name else { return false }
+            c.putByte(ValueTag.object.rawValue)
+            c.putVarint(UInt64(destination))
+            c.putVarint(id.number)
+        case (.toMany, .toMany(let destination), .objects(let ids)):
+            let name = layout.entities[destination].name
+            guard ids.allSatisfy({ $0.entity == name }) else { return false }
+            c.putByte(ValueTag.objects.rawValue)
+            c.putVarint(UInt64(ids.count))
+            for id in ids {
+                c.putVarint(UInt64(destination))
+                c.putVarint(id.number)
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Writes the transaction's header fields and inserted rows, checking the rows against
+    /// the schema as it goes.
+    private func writeInserted(_ record: TransactionRecord, into w: inout ByteWriter) throws(StoreError) {
+        w.writeVarint(record.number)
+        w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
+        w.writeString(record.author)
+        w.writeVarint(record.inserted.count)
+        var cache = EntityCache()
+        // (row, value): the first row that does not fit, and its first value that does not
+        // (`nil` when the row's ID or value count is wrong).
+        let failure: (row: Int, value: Int?)? = w.withCursor { c in
+            slots.withUnsafeBufferPointer { slots in
+                record.inserted.withUnsafeBufferPointer { rows in
+                    for r in 0..<rows.count {
+                        guard let index = index(of: rows[r].id.entity, cache: &cache), rows[r].id.number > 0,
+                            rows[r].values.count == slotStarts[index + 1] - slotStarts[index]
+                        else { return (r, nil) }
+                        if let i = writeValues(of: rows[r], entity: index, slots: slots, into: &c) { return (r, i) }
+                    }
+                    return nil
+                }
+            }
+        }
+        guard let failure else { return }
+        let row = record.inserted[failure.row]
+        let entity = try entity(of: row.id, record.number)
+        guard let i = failure.value else {
+            throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", record.number)
+        }
+        let problem = Self.mismatch(row.values[i], for: entity.kinds[i], in: layout) ?? "does not fit"
+        throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
     }
 
     /// Checks a transaction against the schema and appends it as a framed record, in one
@@ -155,71 +324,19 @@ final class RecordCodec: Sendable {
         shapeOnly.inserted = []
         try validate(shapeOnly)
         let start = w.beginFrame(.transaction)
-        w.writeVarint(record.number)
-        w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
-        w.writeString(record.author)
-        w.writeVarint(record.inserted.count)
-        var cache = EntityCache()
-        let indexes = layout.entityIndexes
-        for row in record.inserted {
-            guard let index = index(of: row.id.entity, cache: &cache), row.id.number > 0 else {
-                _ = try entity(of: row.id, record.number)  // throws the right message
-                continue
-            }
-            let entity = layout.entities[index]
-            guard row.values.count == entity.propertyCount else {
-                throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", record.number)
-            }
-            w.writeVarint(index)
-            w.writeVarint(row.id.number)
-            for (i, value) in row.values.enumerated() where !writeChecked(value, entity.kinds[i], indexes: indexes, into: &w) {
-                let problem = Self.mismatch(value, for: entity.kinds[i], in: layout) ?? "does not fit"
-                throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
-            }
-        }
+        try writeInserted(record, into: &w)
         encodeChanges(record, into: &w)
         w.finishFrame(at: start, seed: seed)
-    }
-
-    /// Writes a value if it fits a property of this kind; returns `false` (writing nothing
-    /// useful) if it does not. One switch does both jobs.
-    @inline(__always)
-    private func writeChecked(_ value: Value, _ kind: SchemaLayout.Kind, indexes: [String: Int], into w: inout ByteWriter) -> Bool {
-        switch (kind, value) {
-        case (.attribute, .null), (.toOne, .null):
-            w.write(ValueTag.null.rawValue)
-        case (.attribute(.string), .string), (.attribute(.int), .int), (.attribute(.double), .double),
-            (.attribute(.bool), .bool), (.attribute(.date), .date), (.attribute(.data), .data), (.attribute(.uuid), .uuid):
-            w.writeValue(value)
-        case (.toOne(let destination), .object(let id)):
-            guard id.entity == layout.entities[destination].name else { return false }
-            w.write(ValueTag.object.rawValue)
-            w.writeVarint(destination)
-            w.writeVarint(id.number)
-        case (.toMany(let destination), .objects(let ids)):
-            let name = layout.entities[destination].name
-            guard ids.allSatisfy({ $0.entity == name }) else { return false }
-            w.write(ValueTag.objects.rawValue)
-            w.writeVarint(ids.count)
-            for id in ids {
-                w.writeVarint(destination)
-                w.writeVarint(id.number)
-            }
-        default:
-            return false
-        }
-        return true
     }
 
     /// Appends a validated transaction as a framed record.
     func encodeFrame(_ record: TransactionRecord, into w: inout ByteWriter) {
         let start = w.beginFrame(.transaction)
-        w.writeVarint(record.number)
-        w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
-        w.writeString(record.author)
-        w.writeVarint(record.inserted.count)
-        var cache = EntityCache()
-        for row in record.inserted { writeRow(row, into: &w, cache: &cache) }
+        do throws(StoreError) {
+            try writeInserted(record, into: &w)
+        } catch {
+            preconditionFailure("\(error.message); validate records before encoding")
+        }
         encodeChanges(record, into: &w)
         w.finishFrame(at: start, seed: seed)
     }

@@ -8,7 +8,8 @@ import Foundation
 /// A writer is used by one thread at a time; copies share storage, so a copy must not be
 /// written while the original is still in use (the journal's buffer pool moves writers).
 struct ByteWriter: Sendable {
-    private let storage: ByteStorage
+    /// The bytes (shared by copies; see above). ``ByteCursor`` writes into it directly.
+    let storage: ByteStorage
 
     init(capacity: Int = 256) {
         storage = ByteStorage(capacity: max(capacity, 16))
@@ -17,13 +18,16 @@ struct ByteWriter: Sendable {
     /// The number of bytes written.
     var count: Int { storage.count }
 
+    /// The number of bytes the storage holds before it grows.
+    var capacity: Int { storage.capacity }
+
     /// A copy of the bytes written.
     var bytes: [UInt8] {
         [UInt8](UnsafeRawBufferPointer(start: storage.base, count: storage.count))
     }
 
     /// Calls `body` with the bytes written (valid only during the call).
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: storage.base, count: storage.count))
     }
 
