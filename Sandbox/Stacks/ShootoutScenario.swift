@@ -130,7 +130,7 @@ struct ShootoutScenario: Scenario {
             parts.append("hybrid: " + checks.map { "\($0.1) \($0.0 ? "holds" : "missed")" }.joined(separator: ", "))
         }
         if let mainParent = summaries[.mainParent] {
-            parts.append("main-parent stalls the UI for up to \(format(mainParent.lateness.max)) ms (\(Int(mainParent.dropped)) dropped frames): every import save is taken in and saved on the main actor, \(format(mainParent.busySeconds * 1000 / Double(max(saves, 1)))) ms of main-actor work per save, the longest single operation a \(mainParent.longestOperation) (\(format(mainParent.longestMs)) ms)")
+            parts.append("main-parent stalls the UI for up to \(format(mainParent.lateness.max)) ms (\(Int(mainParent.dropped)) dropped frames): every import save is taken in and saved on the main actor, \(format(mainParent.busySeconds * 1000 / Double(max(saves, 1)))) ms of main-actor work per save, the longest single operation \(mainParent.longestOperation) (\(format(mainParent.longestMs)) ms)")
         }
         return parts.isEmpty ? "measured \(summaries.count) stack(s)" : parts.joined(separator: "; ")
     }
