@@ -15,9 +15,11 @@ struct PendingRows {
     init(entity: Int, graph: ObjectGraph, view: ContextView) {
         for layer in view.layers { layer.rows[entity].forEach { number, _ in changed.insert(number) } }
         let name = graph.schema.entities[entity].name
-        for set in [graph.inserted, graph.updated, graph.deleted] {
-            for id in set where id.entity == name { changed.insert(id.number) }
-        }
+        // Each set in turn, without gathering them (this runs for every fetch that includes
+        // pending changes).
+        for id in graph.inserted where id.entity == name { changed.insert(id.number) }
+        for id in graph.updated where id.entity == name { changed.insert(id.number) }
+        for id in graph.deleted where id.entity == name { changed.insert(id.number) }
         guard !changed.isEmpty else { return }
         let reader = ContextReader(graph: graph, view: view)
         rows.reserveCapacity(changed.count)

@@ -325,12 +325,14 @@ struct BoundComparison {
         return result
     }
 
+    /// The string options applied to a key's values: MATCHES compares the text as stored
+    /// (its expression handles [c]).
+    private var keyFolding: Comparison.Options { op == .matches ? options.subtracting(.caseInsensitive) : options }
+
     private func values(_ side: Side, _ row: [Value], _ reader: some RowReader) -> [Value] {
         switch side {
         case .key(let path):
-            // MATCHES compares the text as stored; its expression handles [c].
-            let folding = op == .matches ? options.subtracting(.caseInsensitive) : options
-            return path.resolve(row, reader: reader).map { Self.fold($0, folding) }
+            return path.resolve(row, reader: reader).map { Self.fold($0, keyFolding) }
         case .value(let value): return [value]
         case .list: return []
         }
@@ -340,8 +342,8 @@ struct BoundComparison {
         // The common case, one of the object's own keys against a constant: no arrays.
         if case .key(let path) = left, let index = path.ownIndex {
             switch right {
-            case .value(let value): return compare(Self.fold(row[index], op == .matches ? options.subtracting(.caseInsensitive) : options), value)
-            case .list: return compare(Self.fold(row[index], options), nil)
+            case .value(let value): return compare(Self.fold(row[index], keyFolding), value)
+            case .list: return compare(Self.fold(row[index], keyFolding), nil)
             case .key: break
             }
         }
