@@ -1,5 +1,11 @@
 import Dispatch
 import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A store's durable history: an append-only log of transactions in segment files, with
 /// checkpoints that fold old segments away. The lowest layer of a store.
@@ -87,8 +93,12 @@ public final class Journal: Sendable {
     private let encodeBuffers = Locked<[ByteWriter]>([])
     /// Buffers larger than this are not kept.
     private static var largestPooledBuffer: Int { 16 << 20 }
-    /// Wakes the writer when a group it is gathering is complete.
-    private let groupComplete = DispatchSemaphore(value: 0)
+    /// Bumped by every append and segment-roll request: a writer polling for more work
+    /// (see ``pollForWork(after:)``) watches it without taking the lock from appenders.
+    private let arrivals = Atomic<UInt64>(0)
+    /// How long an idle writer polls for the next append before it lets its thread sleep,
+    /// when appends have been following acknowledgements closely (see ``State/pollWhenIdle``).
+    static var idlePollNanoseconds: UInt64 { 200_000 }
     /// Called on the writer queue each time transactions become durable (with the last
     /// one), before their waiters resume — the store publishes generations here.
     private let durabilityObserver = Locked<DurabilityObserver?>(nil)
@@ -123,9 +133,15 @@ public final class Journal: Sendable {
         /// waits (briefly) for that many before syncing again — see ``gatherGroup()``.
         var lastBatchCount = 0
         var lastSyncNanoseconds: UInt64 = 0
-        /// While the writer gathers a group: how many pending transactions wake it.
-        var groupTarget = 0
         var writerScheduled = false
+        /// When the writer last let its thread go idle.
+        var idleSince: UInt64 = 0
+        /// Whether the writer, finding nothing pending after a batch, polls for the next
+        /// append instead of going idle: set when the append that restarted an idle writer
+        /// came within ``Journal/idlePollNanoseconds`` of it going idle, cleared when a poll
+        /// finds nothing. A lone appender that waits for each append's acknowledgement then
+        /// finds the writer running instead of paying a thread wake-up for every append.
+        var pollWhenIdle = false
         var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var failure: StoreError?
         var isClosed = false
@@ -236,17 +252,14 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = record.number }
-            if s.groupTarget > 0 && s.pendingCount >= s.groupTarget {
-                s.groupTarget = 0
-                return .wakeWriter
-            }
             guard !s.writerScheduled else { return .none }
             s.writerScheduled = true
+            s.pollWhenIdle = DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
             return .startWriter
         }
+        arrivals.add(1, ordering: .releasing)
         switch schedule {
         case .startWriter: writerQueue.async { self.runWriter() }
-        case .wakeWriter: groupComplete.signal()
         case .none: break
         }
     }
@@ -326,75 +339,117 @@ public final class Journal: Sendable {
     private enum WriterAction {
         case none
         case startWriter
-        case wakeWriter
     }
 
     /// Group commit's gathering step: when the last batch held several transactions (so
     /// several appenders are active) but fewer are pending now, wait — at most half the last
     /// sync's duration — for as many to arrive, so they share the next sync instead of
     /// each paying for one. A lone appender never waits: its last batch held one.
+    ///
+    /// The writer polls (yielding the processor between looks) rather than sleeping: the
+    /// appenders it waits for are running, and waking a sleeping writer when the last of
+    /// them arrives would cost as much as their own work.
     private func gatherGroup() {
         guard configuration.durability == .full else { return }
-        let wait = state.withLock { s -> UInt64? in
+        let plan = state.withLock { s -> (target: Int, wait: UInt64)? in
             guard s.failure == nil, s.rollWaiters.isEmpty, s.lastBatchCount > 1,
                 s.pendingCount > 0, s.pendingCount < s.lastBatchCount
             else { return nil }
-            s.groupTarget = s.lastBatchCount
-            return min(s.lastSyncNanoseconds / 2, 2_000_000)
+            return (s.lastBatchCount, min(s.lastSyncNanoseconds / 2, 2_000_000))
         }
-        guard let wait else { return }
-        if groupComplete.wait(timeout: .now() + .nanoseconds(Int(wait))) == .timedOut {
-            let signalComing = state.withLock { s in
-                defer { s.groupTarget = 0 }
-                return s.groupTarget == 0
+        guard let plan else { return }
+        let deadline = DispatchTime.now().uptimeNanoseconds + plan.wait
+        var seen = arrivals.load(ordering: .acquiring)
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            let now = arrivals.load(ordering: .acquiring)
+            if now != seen {
+                seen = now
+                if state.withLock({ $0.pendingCount >= plan.target || !$0.rollWaiters.isEmpty }) { return }
             }
-            // An append completed the group just as the wait ended: take its signal, so the
-            // next gathering does not return early.
-            if signalComing { groupComplete.wait() }
+            sched_yield()
         }
     }
 
     /// Writes pending transactions in batches until none are left. Runs on the writer queue.
     private func runWriter() {
+        var mayPoll = true
         while true {
             gatherGroup()
-            let step = state.withLock { s -> (batch: ByteWriter, last: UInt64, count: Int, current: CurrentSegment, roll: Bool)? in
+            let step = state.withLock { s -> WriterStep in
                 let roll = !s.rollWaiters.isEmpty
                 guard s.failure == nil, let current = s.current, s.pending.count > 0 || roll else {
+                    if mayPoll, s.pollWhenIdle, s.failure == nil, s.current != nil {
+                        return .poll(arrivals.load(ordering: .acquiring))
+                    }
                     s.writerScheduled = false
-                    return nil
+                    s.idleSince = DispatchTime.now().uptimeNanoseconds
+                    return .idle
                 }
                 let batch = s.pending
                 // The buffer the last batch was written from becomes the next pending one.
                 s.pending = s.spareBatch
                 s.spareBatch = ByteWriter(capacity: 16)
                 defer { s.pendingCount = 0 }
-                return (batch, s.pendingLast, s.pendingCount, current, roll)
+                return .write(batch: batch, last: s.pendingLast, count: s.pendingCount, current: current, roll: roll)
             }
-            guard let step else { return }
-            var current = step.current
-            do throws(StoreError) {
-                if step.batch.count > 0 {
-                    try write(step.batch, count: step.count, through: step.last, to: &current)
-                    var spent = step.batch
-                    if spent.capacity <= Self.largestPooledBuffer {
-                        spent.removeAll()
-                        state.withLock { s in if s.spareBatch.capacity < spent.capacity { s.spareBatch = spent } }
-                    }
-                }
-                if step.roll || current.size >= Int64(configuration.segmentSize) {
-                    if current.transactions > 0 { current = try roll(from: current) }
-                    let waiters = state.withLock { s in
-                        defer { s.rollWaiters = [] }
-                        return s.rollWaiters
-                    }
-                    for waiter in waiters { waiter.resume() }
-                }
-            } catch {
-                poison(error)
+            switch step {
+            case .idle:
                 return
+            case .poll(let seen):
+                let arrived = pollForWork(after: seen)
+                // After a fruitless poll the writer goes idle at its next look; the next
+                // append that finds it idle decides whether it polls again.
+                if !arrived { state.withLock { $0.pollWhenIdle = false } }
+                mayPoll = arrived
+            case .write(let batch, let last, let count, var current, let rolling):
+                mayPoll = true
+                do throws(StoreError) {
+                    if batch.count > 0 {
+                        try write(batch, count: count, through: last, to: &current)
+                        var spent = batch
+                        if spent.capacity <= Self.largestPooledBuffer {
+                            spent.removeAll()
+                            state.withLock { s in if s.spareBatch.capacity < spent.capacity { s.spareBatch = spent } }
+                        }
+                    }
+                    if rolling || current.size >= Int64(configuration.segmentSize) {
+                        if current.transactions > 0 { current = try roll(from: current) }
+                        let waiters = state.withLock { s in
+                            defer { s.rollWaiters = [] }
+                            return s.rollWaiters
+                        }
+                        for waiter in waiters { waiter.resume() }
+                    }
+                } catch {
+                    poison(error)
+                    return
+                }
             }
         }
+    }
+
+    /// What the writer does next.
+    private enum WriterStep {
+        /// Nothing pending: the writer has marked itself idle and returns.
+        case idle
+        /// Nothing pending, but an append is likely soon: poll for it (`arrivals` was this).
+        case poll(UInt64)
+        /// Write (and sync) this batch, and start a new segment if asked or full.
+        case write(batch: ByteWriter, last: UInt64, count: Int, current: CurrentSegment, roll: Bool)
+    }
+
+    /// Polls `arrivals` for up to ``idlePollNanoseconds``, yielding the processor between
+    /// looks (the appender the writer is waiting for may need it). Returns whether anything
+    /// arrived. Spending a fraction of a millisecond of one thread this way saves the
+    /// appender the writer thread's wake-up — on the project's virtual machines as long as
+    /// the commit's own work.
+    private func pollForWork(after seen: UInt64) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + Self.idlePollNanoseconds
+        repeat {
+            if arrivals.load(ordering: .acquiring) != seen { return true }
+            sched_yield()
+        } while DispatchTime.now().uptimeNanoseconds < deadline
+        return arrivals.load(ordering: .acquiring) != seen
     }
 
     private func write(_ batch: ByteWriter, count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
@@ -506,6 +561,7 @@ public final class Journal: Sendable {
                     if let failure = s.failure { return .failure(Self.poisoned(by: failure, path: path)) }
                     if s.isClosed { return .failure(StoreError(.closed, "the journal was closed", path: path)) }
                     s.rollWaiters.append(continuation)
+                    arrivals.add(1, ordering: .releasing)
                     guard !s.writerScheduled else { return .success(false) }
                     s.writerScheduled = true
                     return .success(true)
