@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Encodes and decodes the payloads of transaction and checkpoint records for one schema,
@@ -14,6 +15,8 @@ final class RecordCodec: Sendable {
     /// entity `e`'s properties are at `slotStarts[e]..<slotStarts[e + 1]`.
     private let slots: [Slot]
     private let slotStarts: [Int]
+    /// Buffers for the second half of large transactions (see ``writeRowsInHalves(_:into:)``).
+    private let halfBuffers = Locked<[ByteWriter]>([])
 
     /// What a property's value may be, in one byte: the encoder compares it with the
     /// value's case instead of matching the property's ``SchemaLayout/Kind``.
@@ -290,21 +293,13 @@ final class RecordCodec: Sendable {
         w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
         w.writeString(record.author)
         w.writeVarint(record.inserted.count)
-        var cache = EntityCache()
         // (row, value): the first row that does not fit, and its first value that does not
         // (`nil` when the row's ID or value count is wrong).
-        let failure: (row: Int, value: Int?)? = w.withCursor { c in
-            slots.withUnsafeBufferPointer { slots in
-                record.inserted.withUnsafeBufferPointer { rows in
-                    for r in 0..<rows.count {
-                        guard let index = index(of: rows[r].id.entity, cache: &cache), rows[r].id.number > 0,
-                            rows[r].values.count == slotStarts[index + 1] - slotStarts[index]
-                        else { return (r, nil) }
-                        if let i = writeValues(of: rows[r], entity: index, slots: slots, into: &c) { return (r, i) }
-                    }
-                    return nil
-                }
+        let failure = record.inserted.withUnsafeBufferPointer { rows -> (row: Int, value: Int?)? in
+            guard rows.count >= Self.rowsEncodedInHalves, Self.processors > 1 else {
+                return writeRows(rows, 0..<rows.count, into: &w)
             }
+            return writeRowsInHalves(rows, into: &w)
         }
         guard let failure else { return }
         let row = record.inserted[failure.row]
@@ -314,6 +309,63 @@ final class RecordCodec: Sendable {
         }
         let problem = Self.mismatch(row.values[i], for: entity.kinds[i], in: layout) ?? "does not fit"
         throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
+    }
+
+    /// Transactions inserting at least this many rows are encoded in two halves at once, on
+    /// the caller's thread and one other: below it, handing half to another thread costs
+    /// more than it saves.
+    static var rowsEncodedInHalves: Int { 512 }
+    private static let processors = ProcessInfo.processInfo.activeProcessorCount
+
+    /// Rows read by both halves of ``writeRowsInHalves(_:into:)``.
+    private struct SharedRows: @unchecked Sendable {
+        // @unchecked: the buffer is only read, and only during the `concurrentPerform` call
+        // that its owner's `withUnsafeBufferPointer` encloses.
+        let rows: UnsafeBufferPointer<RowImage>
+    }
+
+    /// Writes rows `range`, checking each against the schema; returns the first that does
+    /// not fit (see ``writeInserted(_:into:)``).
+    private func writeRows(_ rows: UnsafeBufferPointer<RowImage>, _ range: Range<Int>, into w: inout ByteWriter) -> (row: Int, value: Int?)? {
+        var cache = EntityCache()
+        return w.withCursor { c in
+            slots.withUnsafeBufferPointer { slots in
+                for r in range {
+                    guard let index = index(of: rows[r].id.entity, cache: &cache), rows[r].id.number > 0,
+                        rows[r].values.count == slotStarts[index + 1] - slotStarts[index]
+                    else { return (r, nil) }
+                    if let i = writeValues(of: rows[r], entity: index, slots: slots, into: &c) { return (r, i) }
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Writes the first half of `rows` on this thread while another thread writes the second
+    /// half into a buffer of its own, then appends that buffer: the bytes are the same as
+    /// ``writeRows(_:_:into:)`` over all of them. Returns the first row that does not fit.
+    private func writeRowsInHalves(_ rows: UnsafeBufferPointer<RowImage>, into w: inout ByteWriter) -> (row: Int, value: Int?)? {
+        let split = rows.count / 2
+        let first = w, second = halfBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 64 << 10)
+        let shared = SharedRows(rows: rows)
+        // Each half's outcome crosses threads under a lock (which ThreadSanitizer sees,
+        // unlike the join inside `concurrentPerform`), ordering its bytes before our reads.
+        let failures = Locked<[(row: Int, value: Int?)?]>([nil, nil])
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
+            // Copies of a writer share its storage: writing through `half` fills `w`'s
+            // bytes (first half) or the spare buffer's (second half).
+            var half = part == 0 ? first : second
+            let failure = writeRows(shared.rows, part == 0 ? 0..<split : split..<shared.rows.count, into: &half)
+            failures.withLock { $0[part] = failure }
+        }
+        let (firstFailure, secondFailure) = failures.withLock { ($0[0], $0[1]) }
+        if let firstFailure { return firstFailure }
+        if let secondFailure { return secondFailure }
+        var spent = second
+        spent.withUnsafeBytes { w.write($0) }
+        spent.removeAll()
+        if spent.capacity <= 16 << 20 { halfBuffers.withLock { pool in if pool.count < 2 { pool.append(spent) } } }
+        return nil
     }
 
     /// Checks a transaction against the schema and appends it as a framed record, in one

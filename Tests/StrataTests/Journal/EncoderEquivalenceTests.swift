@@ -139,6 +139,43 @@ import Testing
         #expect(writer.bytes == expected)
     }
 
+    /// Transactions large enough to be encoded in two halves on two threads come out byte for
+    /// byte as the reference encodes them, including after other bytes in the same writer.
+    @Test(arguments: [RecordCodec.rowsEncodedInHalves, RecordCodec.rowsEncodedInHalves + 1, 3_001])
+    func largeTransactionsEncodedInHalvesMatchTheReference(rows: Int) throws {
+        var generator = CodecRecordGenerator(schema: Self.schema, seed: 0xE4C0_0005 &+ UInt64(rows))
+        let codec = RecordCodec(schema: Self.schema, storeID: generator.uuid())
+        var writer = ByteWriter(capacity: 16)
+        var expected: [UInt8] = []
+        for number in 1...3 as ClosedRange<UInt64> {
+            let record = TransactionRecord(number: number, author: "bulk", inserted: (0..<rows).map { _ in generator.row() })
+            if number == 2 { codec.encodeFrame(record, into: &writer) } else { try codec.encodeValidating(record, into: &writer) }
+            expected += Self.referenceFrame(record, seed: codec.seed)
+            #expect(writer.bytes == expected, "\(rows) rows, transaction \(number)")
+        }
+    }
+
+    /// A value that does not fit, in either half of a large transaction, is refused with
+    /// the validator's message for the first such row.
+    @Test func largeTransactionsAreRefusedByTheirFirstBadRow() {
+        var generator = CodecRecordGenerator(schema: Self.schema, seed: 0xE4C0_0006)
+        let codec = RecordCodec(schema: Self.schema, storeID: generator.uuid())
+        let count = RecordCodec.rowsEncodedInHalves * 2
+        let rows = (0..<count).map { _ in generator.row() }
+        for bad in [[count / 4], [count * 3 / 4], [count / 4, count * 3 / 4], [count - 1]] {
+            var record = TransactionRecord(number: 1, inserted: rows)
+            for index in bad { record.inserted[index].values[0] = .objects([ObjectID(entity: "Nope", number: 1)]) }
+            var expectedError: StoreError?
+            do throws(StoreError) { try codec.validate(record) } catch { expectedError = error }
+            var writer = ByteWriter()
+            var actualError: StoreError?
+            do throws(StoreError) { try codec.encodeValidating(record, into: &writer) } catch { actualError = error }
+            #expect(expectedError != nil, "bad rows \(bad)")
+            #expect(actualError?.message == expectedError?.message, "bad rows \(bad)")
+            #expect(actualError?.message.contains(record.inserted[bad[0]].id.description) == true, "bad rows \(bad): \(actualError?.message ?? "no error")")
+        }
+    }
+
     /// Each value that does not fit its property is refused with the message the validator
     /// gives, whichever property it is in.
     @Test func valuesThatDoNotFitAreRefusedLikeTheValidatorRefusesThem() {
