@@ -9,7 +9,10 @@ struct DurabilityScenario: Scenario {
     let summary = "small saves under .full, .relaxed, .none with 1 and 4 writers: saves/s, latency p50/p99, fsyncs per save"
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
-        let saves = options.objects ?? 400
+        // 2,000 saves per configuration and run (`--objects` changes it): about a second of
+        // saves for one writer at .full, long enough that a stray slow sync does not decide
+        // a run's rate.
+        let saves = options.objects ?? 2_000
         var results: [JSON] = []
         var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save", "CPU µs/save"]]
         var fullRates: [Int: Double] = [:]

@@ -129,10 +129,17 @@ public final class Journal: Sendable {
         var spareBatch = ByteWriter(capacity: 16)
         var pendingLast: UInt64 = 0
         var pendingCount = 0
-        /// Transactions in the last batch written, and how long its sync took: the writer
-        /// waits (briefly) for that many before syncing again — see ``gatherGroup()``.
-        var lastBatchCount = 0
+        /// Transactions in each of the last eight batches written (oldest overwritten first):
+        /// the writer waits (briefly) for as many as the largest of them before syncing
+        /// again — see ``gatherGroup()``.
+        var recentBatchCounts = [Int](repeating: 0, count: 8)
+        var batchesWritten = 0
+        /// How long the last batch's sync took.
         var lastSyncNanoseconds: UInt64 = 0
+        /// When the last batch's sync ended (its appenders were woken then).
+        var lastSyncEnded: UInt64 = 0
+        /// How long groups have been taking to re-form after a sync (a moving average).
+        var regroupNanoseconds: UInt64 = 0
         var writerScheduled = false
         /// When the writer last let its thread go idle.
         var idleSince: UInt64 = 0
@@ -341,32 +348,51 @@ public final class Journal: Sendable {
         case startWriter
     }
 
-    /// Group commit's gathering step: when the last batch held several transactions (so
-    /// several appenders are active) but fewer are pending now, wait — at most half the last
-    /// sync's duration — for as many to arrive, so they share the next sync instead of
-    /// each paying for one. A lone appender never waits: its last batch held one.
+    /// Group commit's gathering step: when recent batches held several transactions (so
+    /// several appenders are active) but fewer are pending now, wait for as many as the
+    /// largest of the last eight batches held to arrive,
+    /// so they share the next sync instead of each paying for one. The wait ends, counted
+    /// from the end of the last sync (when the appenders it acknowledged were woken), after
+    /// as long as that sync took or one and a half times as long as groups have been taking
+    /// to re-form, whichever is longer, and never after 2 ms. A lone appender never waits:
+    /// its batches hold one. (The largest recent batch, not the last: when one appender of
+    /// a group falls behind by a sync, a group sized by the last batch stays one short for
+    /// good, each sync leaving a straggler for the next.)
     ///
     /// The writer polls (yielding the processor between looks) rather than sleeping: the
     /// appenders it waits for are running, and waking a sleeping writer when the last of
     /// them arrives would cost as much as their own work.
     private func gatherGroup() {
         guard configuration.durability == .full else { return }
-        let plan = state.withLock { s -> (target: Int, wait: UInt64)? in
-            guard s.failure == nil, s.rollWaiters.isEmpty, s.lastBatchCount > 1,
-                s.pendingCount > 0, s.pendingCount < s.lastBatchCount
+        let plan = state.withLock { s -> (target: Int, deadline: UInt64)? in
+            let group = s.recentBatchCounts.max() ?? 0
+            guard s.failure == nil, s.rollWaiters.isEmpty, group > 1, s.pendingCount > 0, s.pendingCount < group
             else { return nil }
-            return (s.lastBatchCount, min(s.lastSyncNanoseconds / 2, 2_000_000))
+            let allowance = min(max(s.lastSyncNanoseconds, s.regroupNanoseconds * 3 / 2), 2_000_000)
+            return (group, s.lastSyncEnded + allowance)
         }
         guard let plan else { return }
-        let deadline = DispatchTime.now().uptimeNanoseconds + plan.wait
+        let deadline = plan.deadline
         var seen = arrivals.load(ordering: .acquiring)
         while DispatchTime.now().uptimeNanoseconds < deadline {
             let now = arrivals.load(ordering: .acquiring)
             if now != seen {
                 seen = now
-                if state.withLock({ $0.pendingCount >= plan.target || !$0.rollWaiters.isEmpty }) { return }
+                let complete = state.withLock { s in
+                    guard s.pendingCount >= plan.target || !s.rollWaiters.isEmpty else { return false }
+                    let took = DispatchTime.now().uptimeNanoseconds - s.lastSyncEnded
+                    s.regroupNanoseconds = s.regroupNanoseconds == 0 ? took : (s.regroupNanoseconds * 7 + took) / 8
+                    return true
+                }
+                if complete { return }
             }
             sched_yield()
+        }
+        // The group did not re-form in time: allow longer next time (the average moves
+        // towards the allowance just spent, which is above it), up to the 2 ms limit.
+        state.withLock { s in
+            let took = DispatchTime.now().uptimeNanoseconds - s.lastSyncEnded
+            s.regroupNanoseconds = (s.regroupNanoseconds * 7 + took) / 8
         }
     }
 
@@ -482,8 +508,10 @@ public final class Journal: Sendable {
             s.statistics.writes += 1
             s.statistics.bytes += Int64(batch.count)
             if durability == .full { s.statistics.syncs += 1 }
-            s.lastBatchCount = count
+            s.recentBatchCounts[s.batchesWritten % s.recentBatchCounts.count] = count
+            s.batchesWritten += 1
             s.lastSyncNanoseconds = syncNanoseconds
+            s.lastSyncEnded = DispatchTime.now().uptimeNanoseconds
             let durable = s.lastDurable
             let ready = s.waiters.filter { $0.number <= durable }.map(\.continuation)
             s.waiters.removeAll { $0.number <= durable }
