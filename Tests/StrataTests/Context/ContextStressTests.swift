@@ -41,7 +41,7 @@ import Testing
             }
             group.addTask { try await Self.edit(under: reader, seed: seed) }
             group.addTask {
-                try await Task.sleep(for: .seconds(240))
+                try await Task.sleep(for: .seconds(240) * TestTiming.slowdown)
                 throw TimedOut()
             }
             var total = Outcome()

@@ -121,7 +121,7 @@ func waitUntil(
             return false
         }
         group.addTask {
-            try? await Task.sleep(for: timeout)
+            try? await Task.sleep(for: timeout * TestTiming.slowdown)
             return false
         }
         let first = await group.next()!
@@ -140,7 +140,7 @@ func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, timeout: D
             return await iterator.next()
         }
         group.addTask {
-            try? await Task.sleep(for: timeout)
+            try? await Task.sleep(for: timeout * TestTiming.slowdown)
             return nil
         }
         let first = await group.next()!

@@ -516,7 +516,7 @@ final class SyncGate: Sendable {
 
 /// Waits (polling) until `condition` holds; `false` after `seconds`.
 func eventually(within seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    let deadline = ContinuousClock.now + .seconds(seconds) * TestTiming.slowdown
     while !condition() {
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(1))

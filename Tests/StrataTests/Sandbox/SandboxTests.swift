@@ -8,8 +8,20 @@ import Testing
     static let executable: URL? = BuiltExecutable.url(named: "sandbox")
 
     /// Runs the sandbox with a hard timeout; returns its exit status and standard output.
-    func run(_ arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String, errors: String) {
+    /// The waiting happens on a thread of its own, never on one of the concurrency pool's
+    /// few threads, which tests running alongside need.
+    func run(_ arguments: [String], timeout: Double = 120) async throws -> (status: Int32, output: String, errors: String) {
         let executable = try #require(Self.executable, "the sandbox executable is built next to the tests")
+        let outcome = try await onOwnThread { try Self.runBlocking(executable, arguments, timeout: timeout) }
+        if outcome.timedOut {
+            Issue.record("sandbox \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
+        }
+        return (outcome.status, outcome.output, outcome.errors)
+    }
+
+    private static func runBlocking(_ executable: URL, _ arguments: [String], timeout: Double) throws
+        -> (status: Int32, output: String, errors: String, timedOut: Bool)
+    {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -28,12 +40,16 @@ import Testing
                 collected.set(data, output: isOutput)
             }
         }
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
+        let timedOut = exited.wait(timeout: .now() + timeout) == .timedOut
+        if timedOut {
             process.terminate()
-            Issue.record("sandbox \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
+            if exited.wait(timeout: .now() + 10) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                exited.wait()
+            }
         }
         _ = readers.wait(timeout: .now() + 10)
-        return (process.terminationStatus, collected.text(output: true), collected.text(output: false))
+        return (process.terminationStatus, collected.text(output: true), collected.text(output: false), timedOut)
     }
 
     final class Collected: @unchecked Sendable {
@@ -54,32 +70,32 @@ import Testing
     }
 
     @Test("list names every scenario and stack; a wrong name is a usage error")
-    func commandLine() throws {
-        let list = try run(["list"])
+    func commandLine() async throws {
+        let list = try await run(["list"])
         #expect(list.status == 0)
         for name in ["shootout", "editor-cancel", "edit-during-import", "concurrent-writers", "merge-scaling", "fanout", "durability", "cold-open"] {
             #expect(list.output.contains(name + " "), "sandbox list names \(name)")
         }
         #expect(list.output.contains("main-parent, nested, shared-coordinator, separate-coordinators, hybrid"))
-        let help = try run(["--help"])
+        let help = try await run(["--help"])
         #expect(help.status == 0)
         #expect(help.output.hasPrefix("usage: sandbox"))
-        let unknown = try run(["no-such-scenario"])
+        let unknown = try await run(["no-such-scenario"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains("unknown scenario 'no-such-scenario'"))
-        let badStack = try run(["shootout", "--stacks", "hybrid,lonely"])
+        let badStack = try await run(["shootout", "--stacks", "hybrid,lonely"])
         #expect(badStack.status == 2)
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
     }
 
     @Test("shootout: a table, JSON with every documented key for every stack, and a self-contained HTML page")
-    func shootout() throws {
+    func shootout() async throws {
         let jsonPath = temporaryPath("shootout.json"), htmlPath = temporaryPath("shootout.html")
         defer {
             try? FileManager.default.removeItem(atPath: jsonPath)
             try? FileManager.default.removeItem(atPath: htmlPath)
         }
-        let result = try run(["shootout", "--stacks", "all", "--objects", "600", "--save-every", "150", "--runs", "1",
+        let result = try await run(["shootout", "--stacks", "all", "--objects", "600", "--save-every", "150", "--runs", "1",
                               "--json", jsonPath, "--html", htmlPath])
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("→ "), "a verdict line")
@@ -106,10 +122,10 @@ import Testing
     }
 
     @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
-    func durability() throws {
+    func durability() async throws {
         let jsonPath = temporaryPath("durability.json")
         defer { try? FileManager.default.removeItem(atPath: jsonPath) }
-        let result = try run(["durability", "--objects", "40", "--runs", "2", "--json", jsonPath])
+        let result = try await run(["durability", "--objects", "40", "--runs", "2", "--json", jsonPath])
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("→ group commit: 4 writers at .full make"))
         let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
@@ -126,17 +142,17 @@ import Testing
     }
 
     @Test("editor-cancel, edit-during-import and concurrent-writers hold their invariants in every stack")
-    func invariants() throws {
+    func invariants() async throws {
         let cancelPath = temporaryPath("cancel.json"), editPath = temporaryPath("edit.json"), writersPath = temporaryPath("writers.json")
         defer { for path in [cancelPath, editPath, writersPath] { try? FileManager.default.removeItem(atPath: path) } }
-        let cancel = try run(["editor-cancel", "--objects", "6000", "--runs", "1", "--json", cancelPath])
+        let cancel = try await run(["editor-cancel", "--objects", "6000", "--runs", "1", "--json", cancelPath])
         #expect(cancel.status == 0, "\(cancel.errors)")
         for stack in try #require(try json(at: cancelPath)["results"] as? [[String: Any]]) {
             #expect(stack["storeByteIdentical"] as? Bool == true, "\(stack["stack"] ?? "?")")
             #expect(stack["viewContextUnchanged"] as? Bool == true, "\(stack["stack"] ?? "?")")
             #expect(stack["editorFreed"] as? Bool == true, "\(stack["stack"] ?? "?")")
         }
-        let edit = try run(["edit-during-import", "--objects", "3000", "--runs", "1", "--json", editPath])
+        let edit = try await run(["edit-during-import", "--objects", "3000", "--runs", "1", "--json", editPath])
         #expect(edit.status == 0, "\(edit.errors)")
         for stack in try #require(try json(at: editPath)["results"] as? [[String: Any]]) {
             let name = "\(stack["stack"] ?? "?") merging \(stack["editorMerges"] ?? "?")"
@@ -144,7 +160,7 @@ import Testing
             #expect(stack["conflictsReported"] as? Int == 100, "\(name): the 100 contested titles")
             if stack["editorMerges"] as? Bool == true { #expect(stack["importedChangesSeen"] as? Int == 1000, "\(name)") }
         }
-        let writers = try run(["concurrent-writers", "--objects", "80", "--runs", "1", "--json", writersPath])
+        let writers = try await run(["concurrent-writers", "--objects", "80", "--runs", "1", "--json", writersPath])
         #expect(writers.status == 0, "\(writers.errors)")
         for stack in try #require(try json(at: writersPath)["results"] as? [[String: Any]]) {
             #expect(stack["lostUpdates"] as? Int == 0, "\(stack["stack"] ?? "?")")

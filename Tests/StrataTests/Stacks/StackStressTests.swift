@@ -26,7 +26,7 @@ import Testing
             group.addTask { try await Self.editors(stack, seed: seed) }
             group.addTask { try await Self.viewer(stack) }
             group.addTask {
-                try await Task.sleep(for: .seconds(240))
+                try await Task.sleep(for: .seconds(240) * TestTiming.slowdown)
                 throw ContextStressTests.TimedOut()
             }
             var total = ContextStressTests.Outcome()

@@ -283,12 +283,12 @@ func withTimeout<T: Sendable>(
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
+            try await Task.sleep(for: .seconds(seconds) * TestTiming.slowdown)
             return nil
         }
         defer { group.cancelAll() }
         guard let first = try await group.next(), let result = first else {
-            throw TimedOut(what: what, seconds: seconds)
+            throw TimedOut(what: what, seconds: seconds * Double(TestTiming.slowdown))
         }
         return result
     }
