@@ -145,9 +145,11 @@ public final class Journal: Sendable {
         var idleSince: UInt64 = 0
         /// Whether the writer, finding nothing pending after a batch, polls for the next
         /// append instead of going idle: set when the append that restarted an idle writer
-        /// came within ``Journal/idlePollNanoseconds`` of it going idle, cleared when a poll
-        /// finds nothing. A lone appender that waits for each append's acknowledgement then
-        /// finds the writer running instead of paying a thread wake-up for every append.
+        /// came within ``Journal/idlePollNanoseconds`` of it going idle while appenders have
+        /// been sharing batches, cleared when a poll finds nothing. A group whose members wait
+        /// for each acknowledgement then finds the writer running instead of paying a thread
+        /// wake-up for every batch. (A lone appender gains nothing from it: its own task's
+        /// wake-up dominates, and the poll would only spend a processor.)
         var pollWhenIdle = false
         var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var failure: StoreError?
@@ -261,7 +263,8 @@ public final class Journal: Sendable {
             if configuration.durability == .none { s.lastDurable = record.number }
             guard !s.writerScheduled else { return .none }
             s.writerScheduled = true
-            s.pollWhenIdle = DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
+            s.pollWhenIdle = s.recentBatchCounts.contains { $0 > 1 }
+                && DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
             return .startWriter
         }
         arrivals.add(1, ordering: .releasing)
