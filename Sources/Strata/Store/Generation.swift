@@ -20,8 +20,10 @@ public struct Generation: Sendable {
     /// Ordered indexes: for each entity, attribute storage index → the index, for every
     /// attribute declared `indexed` or `unique`. Built on first use (from the table) and
     /// maintained by the commits that follow; a generation never built one pays nothing for
-    /// it — replay and cold opens stay as fast as without indexes. Each box belongs to one
-    /// generation (see ``detachIndexes()``); its lock guards the one-time build.
+    /// it — replay and cold opens stay as fast as without indexes. A box is shared by
+    /// consecutive generations in which its entity's rows did not change, and replaced by
+    /// the commit that changes them (see ``detachIndexes(touchedBy:)``); its lock guards the
+    /// one-time build.
     private(set) var sortedIndexes: [[Int: Locked<SortedIndex?>]]
     /// The ordered indexes readers have used, shared by every generation of a store: once
     /// one is built, each commit builds it for its generation if its base had none, so that
@@ -151,12 +153,26 @@ public struct Generation: Sendable {
         return tables[entity][id.number] != nil
     }
 
-    /// Gives this generation its own index boxes (copies of the built indexes, sharing their
-    /// leaves), so that changing them leaves every earlier generation's alone.
-    mutating func detachIndexes() {
+    /// Gives this generation its own index boxes for the entities `record` changes (copies
+    /// of the built indexes, sharing their leaves), so that changing them leaves every
+    /// earlier generation's alone. The other entities keep sharing their boxes with the
+    /// generation before: their rows are the same, so an index built in either serves both.
+    mutating func detachIndexes(touchedBy record: TransactionRecord) {
+        guard sortedIndexes.contains(where: { !$0.isEmpty }) else { return }
+        var touched = [Bool](repeating: false, count: sortedIndexes.count)
+        var last: (name: String, entity: Int)?
+        func mark(_ name: String) {
+            if let last, last.name == name { return }
+            let entity = schema.entityIndex(named: name)!
+            last = (name, entity)
+            touched[entity] = true
+        }
+        for row in record.inserted { mark(row.id.entity) }
+        for update in record.updated { mark(update.id.entity) }
+        for id in record.deleted { mark(id.entity) }
         let demand = indexDemand.current
-        sortedIndexes = sortedIndexes.enumerated().map { entity, boxes in
-            Dictionary(uniqueKeysWithValues: boxes.map { attribute, box in
+        for entity in touched.indices where touched[entity] && !sortedIndexes[entity].isEmpty {
+            sortedIndexes[entity] = Dictionary(uniqueKeysWithValues: sortedIndexes[entity].map { attribute, box in
                 var index = box.withLock { $0 }
                 if index == nil, demand.contains(IndexDemand.key(entity: entity, attribute: attribute)) {
                     index = buildOrderedIndex(entity: entity, attribute: attribute)
@@ -190,7 +206,7 @@ public struct Generation: Sendable {
 
     /// Applies a transaction the journal accepted (already validated).
     mutating func applyValidated(_ record: TransactionRecord) {
-        detachIndexes()
+        detachIndexes(touchedBy: record)
         for row in record.inserted {
             insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number)
         }
