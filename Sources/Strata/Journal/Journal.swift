@@ -94,7 +94,7 @@ public final class Journal: Sendable {
     /// Buffers larger than this are not kept.
     private static var largestPooledBuffer: Int { 16 << 20 }
     /// Bumped by every append and segment-roll request: a writer polling for more work
-    /// (see ``pollForWork(after:)``) watches it without taking the lock from appenders.
+    /// (see ``pollForWork(after:until:)``) watches it without taking the lock from appenders.
     private let arrivals = Atomic<UInt64>(0)
     /// How long an idle writer polls for the next append before it lets its thread sleep,
     /// when appends have been following acknowledgements closely (see ``State/pollWhenIdle``).
@@ -140,6 +140,12 @@ public final class Journal: Sendable {
         var lastSyncEnded: UInt64 = 0
         /// How long groups have been taking to re-form after a sync (a moving average).
         var regroupNanoseconds: UInt64 = 0
+
+        /// Folds the time since the last sync ended into ``regroupNanoseconds``.
+        mutating func noteRegroup() {
+            let took = DispatchTime.now().uptimeNanoseconds - lastSyncEnded
+            regroupNanoseconds = regroupNanoseconds == 0 ? took : (regroupNanoseconds * 7 + took) / 8
+        }
         var writerScheduled = false
         /// When the writer last let its thread go idle.
         var idleSince: UInt64 = 0
@@ -242,7 +248,7 @@ public final class Journal: Sendable {
                              "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
                              transaction: record.number)
         }
-        let schedule = try state.withLock { (s) throws(StoreError) -> WriterAction in
+        let startWriter = try state.withLock { (s) throws(StoreError) -> Bool in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
             guard record.number == s.lastEnqueued + 1 else {
@@ -261,17 +267,14 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = record.number }
-            guard !s.writerScheduled else { return .none }
+            guard !s.writerScheduled else { return false }
             s.writerScheduled = true
             s.pollWhenIdle = s.recentBatchCounts.contains { $0 > 1 }
                 && DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
-            return .startWriter
+            return true
         }
         arrivals.add(1, ordering: .releasing)
-        switch schedule {
-        case .startWriter: writerQueue.async { self.runWriter() }
-        case .none: break
-        }
+        if startWriter { writerQueue.async { self.runWriter() } }
     }
 
     /// Waits until the transaction numbered `number` is durable under the journal's
@@ -345,16 +348,10 @@ public final class Journal: Sendable {
 
     // MARK: - The writer
 
-    /// What an append asks of the writer.
-    private enum WriterAction {
-        case none
-        case startWriter
-    }
-
     /// Group commit's gathering step: when recent batches held several transactions (so
     /// several appenders are active) but fewer are pending now, wait for as many as the
-    /// largest of the last eight batches held to arrive,
-    /// so they share the next sync instead of each paying for one. The wait ends, counted
+    /// largest of the last eight batches held to arrive, so they share the next sync
+    /// instead of each paying for one. The wait ends, counted
     /// from the end of the last sync (when the appenders it acknowledged were woken), after
     /// as long as that sync took or one and a half times as long as groups have been taking
     /// to re-form, whichever is longer, and never after 2 ms. A lone appender never waits:
@@ -375,28 +372,19 @@ public final class Journal: Sendable {
             return (group, s.lastSyncEnded + allowance)
         }
         guard let plan else { return }
-        let deadline = plan.deadline
         var seen = arrivals.load(ordering: .acquiring)
-        while DispatchTime.now().uptimeNanoseconds < deadline {
-            let now = arrivals.load(ordering: .acquiring)
-            if now != seen {
-                seen = now
-                let complete = state.withLock { s in
-                    guard s.pendingCount >= plan.target || !s.rollWaiters.isEmpty else { return false }
-                    let took = DispatchTime.now().uptimeNanoseconds - s.lastSyncEnded
-                    s.regroupNanoseconds = s.regroupNanoseconds == 0 ? took : (s.regroupNanoseconds * 7 + took) / 8
-                    return true
-                }
-                if complete { return }
+        while let now = pollForWork(after: seen, until: plan.deadline) {
+            seen = now
+            let complete = state.withLock { s in
+                guard s.pendingCount >= plan.target || !s.rollWaiters.isEmpty else { return false }
+                s.noteRegroup()
+                return true
             }
-            sched_yield()
+            if complete { return }
         }
         // The group did not re-form in time: allow longer next time (the average moves
         // towards the allowance just spent, which is above it), up to the 2 ms limit.
-        state.withLock { s in
-            let took = DispatchTime.now().uptimeNanoseconds - s.lastSyncEnded
-            s.regroupNanoseconds = (s.regroupNanoseconds * 7 + took) / 8
-        }
+        state.withLock { $0.noteRegroup() }
     }
 
     /// Writes pending transactions in batches until none are left. Runs on the writer queue.
@@ -425,7 +413,7 @@ public final class Journal: Sendable {
             case .idle:
                 return
             case .poll(let seen):
-                let arrived = pollForWork(after: seen)
+                let arrived = pollForWork(after: seen, until: DispatchTime.now().uptimeNanoseconds + Self.idlePollNanoseconds) != nil
                 // After a fruitless poll the writer goes idle at its next look; the next
                 // append that finds it idle decides whether it polls again.
                 if !arrived { state.withLock { $0.pollWhenIdle = false } }
@@ -467,18 +455,19 @@ public final class Journal: Sendable {
         case write(batch: ByteWriter, last: UInt64, count: Int, current: CurrentSegment, roll: Bool)
     }
 
-    /// Polls `arrivals` for up to ``idlePollNanoseconds``, yielding the processor between
-    /// looks (the appender the writer is waiting for may need it). Returns whether anything
-    /// arrived. Spending a fraction of a millisecond of one thread this way saves the
-    /// appender the writer thread's wake-up — on the project's virtual machines as long as
-    /// the commit's own work.
-    private func pollForWork(after seen: UInt64) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + Self.idlePollNanoseconds
+    /// Polls `arrivals` until it differs from `seen` (returning it) or until `deadline`
+    /// (returning `nil`), yielding the processor between looks: the appenders the writer
+    /// waits for may need it. Spending a fraction of a millisecond of one thread this way
+    /// saves them the writer thread's wake-up — on the project's virtual machines as long
+    /// as a commit's own work.
+    private func pollForWork(after seen: UInt64, until deadline: UInt64) -> UInt64? {
         repeat {
-            if arrivals.load(ordering: .acquiring) != seen { return true }
+            let now = arrivals.load(ordering: .acquiring)
+            if now != seen { return now }
             sched_yield()
         } while DispatchTime.now().uptimeNanoseconds < deadline
-        return arrivals.load(ordering: .acquiring) != seen
+        let now = arrivals.load(ordering: .acquiring)
+        return now != seen ? now : nil
     }
 
     private func write(_ batch: ByteWriter, count: Int, through last: UInt64, to current: inout CurrentSegment) throws(StoreError) {
