@@ -13,6 +13,9 @@ enum StoreLayout {
     static let temporarySuffix = ".tmp"
     /// The temporary file a custom migration step keeps its destination rows in.
     static let migrationSpillName = "migration.strata.tmp"
+    /// The temporary file of a custom migration step's bookkeeping: where each row is, what
+    /// each source object became, the unique values.
+    static let migrationIndexName = "migration-index.strata.tmp"
     private static let segmentPrefix = "journal-"
     private static let checkpointPrefix = "checkpoint-"
     private static let suffix = ".strata"
@@ -32,7 +35,7 @@ enum StoreLayout {
     static func checkpointTransaction(_ name: String) -> UInt64? { number(in: name, prefix: checkpointPrefix) }
 
     static func isTemporary(_ name: String) -> Bool {
-        name == migrationSpillName
+        name == migrationSpillName || name == migrationIndexName
             || name.hasSuffix(temporarySuffix) && (name.hasPrefix(segmentPrefix) || name.hasPrefix(checkpointPrefix))
     }
 

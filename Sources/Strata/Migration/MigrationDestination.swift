@@ -10,8 +10,9 @@
 /// The objects are not held in memory: they are written, as they are made and changed, to a
 /// temporary file in the store directory (removed when the step ends), and reading one reads
 /// its newest version back. Every object made so far can be read, changed and found by its
-/// unique value at any time; what stays in memory is a few dozen bytes of bookkeeping per
-/// object (where its newest version is, which source object it was made from, its unique value).
+/// unique value at any time. The bookkeeping — where each object's newest version is, which
+/// source object it was made from, its unique value — is in a second temporary file behind a
+/// page cache of fixed size, so the memory a step needs does not grow with the store.
 ///
 /// Not `Sendable`: it lives for one step, on the migration's own thread.
 public final class MigrationDestination {
@@ -26,25 +27,28 @@ public final class MigrationDestination {
     private var nextNumber: [UInt64]
     /// Per destination entity: the highest number used.
     private(set) var highestNumbers: [UInt64]
-    /// Per source entity: for each transformed source object, where the objects made from it
-    /// are in `madeEntities` / `madeNumbers` (a transform makes them one after the other).
-    private var made: [PersistentTable<MadeRange>]
-    private var madeEntities: [Int32] = []
-    private var madeNumbers: [UInt64] = []
-    /// Per destination entity: for objects a transform made, the source object.
-    private var origins: [PersistentTable<Origin>]
-    /// Where the objects made from `current` start in `madeNumbers`.
-    private var currentStart = 0
+    /// The step's bookkeeping, in areas of the spill's paged index file:
+    /// - `made`, per source entity: for each transformed source object, the range of
+    ///   `madeList` positions of the objects made from it (first: start + 1, second: count);
+    ///   a transform makes them one after the other;
+    /// - `madeList`: by position, the objects transforms made (first: entity + 1, second: number);
+    /// - `origins`, per destination entity: for objects a transform made, the source object
+    ///   (first: source entity + 1, second: number).
+    private let slots: PagedSlots
+    private let made: [Int]
+    private let madeList: Int
+    private var madeCount: UInt64 = 0
+    private let origins: [Int]
+    /// Where the objects made from `current` start in `madeList`.
+    private var currentStart: UInt64 = 0
     /// The source object whose transform is running.
     var current: MigrationSourceObject? {
-        didSet { currentStart = madeNumbers.count }
+        didSet { currentStart = madeCount }
     }
     /// Per destination entity with a unique attribute: its storage index.
     private let uniqueAttributes: [Int?]
-    /// Per destination entity: unique value → the object holding it (the latest to take it).
-    private var uniques: [[Value: UInt64]]
-    /// Per destination entity: unique values held by more than one object → the others.
-    private var duplicates: [[Value: [UInt64]]]
+    /// Per destination entity with a unique attribute: which objects hold each value.
+    private var uniques: [UniqueValueIndex?]
     /// Objects inserted that still need their model class's `awakeFromInsert` values
     /// (applied in batches of ``AwakeFromInsert/batchSize``).
     var awaitingAwake: [(entity: Int, number: UInt64)] = []
@@ -70,16 +74,6 @@ public final class MigrationDestination {
         let inverseIsToMany: Bool
     }
 
-    struct MadeRange {
-        var start: Int
-        var count: Int
-    }
-
-    struct Origin {
-        var entity: Int
-        var number: UInt64
-    }
-
     init(step: MigrationStep, source: Generation, awakenedEntities: Set<Int>, spill: MigrationSpill) {
         self.step = step
         self.stepName = step.name
@@ -95,11 +89,20 @@ public final class MigrationDestination {
         nextNumber = next
         let schema = step.destination
         highestNumbers = schema.entities.map { _ in 0 }
-        made = step.source.entities.map { _ in PersistentTable() }
-        origins = schema.entities.map { _ in PersistentTable() }
-        uniqueAttributes = schema.entities.map { $0.attributes.firstIndex(where: \.isUnique) }
-        uniques = schema.entities.map { _ in [:] }
-        duplicates = schema.entities.map { _ in [:] }
+        let slots = spill.slots
+        self.slots = slots
+        made = step.source.entities.map { _ in slots.makeArea() }
+        madeList = slots.makeArea()
+        origins = schema.entities.map { _ in slots.makeArea() }
+        let uniqueAttributes = schema.entities.map { $0.attributes.firstIndex(where: \.isUnique) }
+        self.uniqueAttributes = uniqueAttributes
+        // Sized for the source objects the entity comes from, or else for the largest source entity.
+        let largest = source.tables.map(\.count).max() ?? 0
+        uniques = schema.entities.indices.map { d in
+            guard uniqueAttributes[d] != nil else { return nil }
+            let expected = step.mapping.entities[d].source.map { source.tables[$0].count } ?? largest
+            return UniqueValueIndex(slots: slots, expected: expected)
+        }
         newRows = schema.entities.map(\.newObjectValues)
         relationshipInfo = schema.entities.enumerated().map { entityIndex, entity in
             (0..<entity.propertyCount).map { index -> RelationshipInfo? in
@@ -116,35 +119,47 @@ public final class MigrationDestination {
 
     /// An object's values, or `nil` when it does not exist.
     func row(_ entity: Int, _ number: UInt64) throws(MigrationError) -> [Value]? {
-        do throws(StoreError) { return try spill.values(entity, number) } catch {
+        do throws(StoreError) {
+            if let failure = spill.failure { throw failure }
+            return try spill.values(entity, number)
+        } catch {
             throw MigrationError.store(error, step: stepName, "reading the step's new objects")
         }
     }
 
+    /// Throws the first failure of the spill or its index that no caller has seen thrown yet
+    /// (a read made by a lookup that cannot throw).
+    func checkSpill() throws(MigrationError) {
+        if let failure = spill.failure { throw MigrationError.store(failure, step: stepName, "reading the step's new objects") }
+    }
+
     /// Writes an object's values (new when `old` is `nil`), keeping the unique values' index.
     func writeRow(_ entity: Int, _ number: UInt64, _ values: [Value], old: [Value]?) throws(MigrationError) {
-        do throws(StoreError) { try spill.write(entity, number, values) } catch {
+        do throws(StoreError) {
+            if let failure = spill.failure { throw failure }
+            try spill.write(entity, number, values)
+        } catch {
             throw MigrationError.store(error, step: stepName, "writing the step's new objects")
         }
         if old == nil, number > highestNumbers[entity] { highestNumbers[entity] = number }
         guard let u = uniqueAttributes[entity] else { return }
         let before = old?[u] ?? .null, after = values[u]
         guard old == nil || before != after else { return }
-        if !before.isNull {
-            if uniques[entity][before] == number {
-                if var others = duplicates[entity][before], let promoted = others.popLast() {
-                    uniques[entity][before] = promoted
-                    duplicates[entity][before] = others.isEmpty ? nil : others
-                } else {
-                    uniques[entity][before] = nil
-                }
-            } else if var others = duplicates[entity][before], let k = others.firstIndex(of: number) {
-                others.remove(at: k)
-                duplicates[entity][before] = others.isEmpty ? nil : others
+        if !before.isNull { uniques[entity]!.remove(before, number) }
+        if !after.isNull { uniques[entity]!.insert(after, number) }
+    }
+
+    /// The objects of an entity holding a unique value, in the order they took it. A holder
+    /// found by the value's hash is confirmed by reading its row.
+    private func holders(of value: Value, entity: Int, known: UInt64? = nil) -> [UInt64] {
+        guard let u = uniqueAttributes[entity], let index = uniques[entity] else { return [] }
+        return index.holders(of: value, known: known) { number in
+            do throws(StoreError) {
+                return try spill.values(entity, number)?[u] == value
+            } catch {
+                spill.recordFailure(error)
+                return false
             }
-        }
-        if !after.isNull {
-            if let holder = uniques[entity].updateValue(number, forKey: after) { duplicates[entity][after, default: []].append(holder) }
         }
     }
 
@@ -160,28 +175,36 @@ public final class MigrationDestination {
 
     /// For a unique value more than one object holds: the lowest-numbered of them (the one
     /// validation says the others repeat); `nil` when at most one object holds it.
-    func lowestHolder(of value: Value, entity: Int) -> UInt64? {
-        guard let others = duplicates[entity][value], let holder = uniques[entity][value] else { return nil }
-        return min(holder, others.min() ?? holder)
+    func lowestHolder(of value: Value, entity: Int, holder: UInt64) -> UInt64? {
+        let holders = holders(of: value, entity: entity, known: holder)
+        return holders.count > 1 ? holders.min() : nil
     }
 
     /// Whether a source object is one a transform made nothing from.
     func isDropped(_ id: ObjectID) -> Bool {
         guard let s = step.source.entityIndex(named: id.entity), step.transforms[step.source.entities[s].name] != nil else { return false }
-        return made[s][id.number] == nil
+        return slots.slot(made[s], id.number).isEmpty
     }
 
     /// The source object a destination object was made from by a transform.
     func origin(_ entity: Int, _ number: UInt64) -> ObjectID? {
-        origins[entity][number].map { ObjectID(entity: step.source.entities[$0.entity].name, number: $0.number) }
+        let origin = slots.slot(origins[entity], number)
+        return origin.isEmpty ? nil : ObjectID(entity: step.source.entities[Int(origin.first) - 1].name, number: origin.second)
     }
 
     /// The destination objects a transform made from a source object.
     func madeObjects(_ s: Int, _ number: UInt64) -> [ObjectID]? {
-        guard let range = made[s][number] else { return nil }
-        return (range.start..<range.start + range.count).map {
-            ObjectID(entity: schema.entities[Int(madeEntities[$0])].name, number: madeNumbers[$0])
+        let range = slots.slot(made[s], number)
+        guard !range.isEmpty else { return nil }
+        return (range.first - 1..<range.first - 1 + range.second).map { position in
+            let object = slots.slot(madeList, position)
+            return ObjectID(entity: schema.entities[Int(object.first) - 1].name, number: object.second)
         }
+    }
+
+    /// Whether the running transform has already made an object of entity `index`.
+    private func currentMade(_ index: Int) -> Bool {
+        (currentStart..<madeCount).contains { slots.slot(madeList, $0).first == UInt64(index) + 1 }
     }
 
     /// The schema the objects are built for.
@@ -204,9 +227,7 @@ public final class MigrationDestination {
         }
         let layout = schema.layout.entities[index]
         var number: UInt64
-        if let current, step.mapping.destinationOfSource[current.entityIndex] == index,
-            !madeEntities[currentStart...].contains(Int32(index))
-        {
+        if let current, step.mapping.destinationOfSource[current.entityIndex] == index, !currentMade(index) {
             number = current.id.number
         } else {
             number = nextNumber[index]
@@ -230,10 +251,11 @@ public final class MigrationDestination {
         }
         try writeRow(index, number, row, old: nil)
         if let current {
-            madeEntities.append(Int32(index))
-            madeNumbers.append(number)
-            made[current.entityIndex][current.id.number] = MadeRange(start: currentStart, count: madeNumbers.count - currentStart)
-            origins[index][number] = Origin(entity: current.entityIndex, number: current.id.number)
+            slots.setSlot(madeList, madeCount, PagedSlots.Slot(first: UInt64(index) + 1, second: number))
+            madeCount += 1
+            slots.setSlot(made[current.entityIndex], current.id.number,
+                          PagedSlots.Slot(first: currentStart + 1, second: madeCount - currentStart))
+            slots.setSlot(origins[index], number, PagedSlots.Slot(first: UInt64(current.entityIndex) + 1, second: current.id.number))
         }
         if awakenedEntities.contains(index) {
             awaitingAwake.append((index, number))
@@ -263,8 +285,12 @@ public final class MigrationDestination {
     }
 
     /// The destination object of an entity whose unique attribute has this value.
+    ///
+    /// When several objects hold the value (which validation reports), this is one of them.
     public func object(_ entity: String, uniqueValue: Value) -> ObjectID? {
-        guard let index = schema.entityIndex(named: entity), let number = uniques[index][uniqueValue] else { return nil }
+        guard let index = schema.entityIndex(named: entity), !uniqueValue.isNull,
+            let number = holders(of: uniqueValue, entity: index).last
+        else { return nil }
         return ObjectID(entity: schema.entities[index].name, number: number)
     }
 

@@ -18,6 +18,9 @@ public struct MigrationPlan: Sendable {
     /// The steps, one between each pair of consecutive versions.
     public let steps: [MigrationStep]
     let awakening: AwakeFromInsert?
+    /// The pages a custom step's bookkeeping keeps in memory (see ``PagedSlots``); tests
+    /// make it small, so that every page is written out and read back.
+    var cachedIndexPages = PagedSlots.defaultCachedPages
 
     /// Creates a plan.
     /// - Parameters:

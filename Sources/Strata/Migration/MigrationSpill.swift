@@ -5,8 +5,10 @@
 /// Writing a row appends a record; the record it replaces stays in the file, unreferenced.
 /// Records are buffered and written in batches of ``batchSize`` bytes, so a row read soon
 /// after it was written (the common case: a link reads what it set) comes from the buffer.
-/// Memory is the write buffer, a read-ahead window of 256 KiB for scans, and the index: 16
-/// bytes per object in a ``PersistentTable`` (radix-tree leaves of 32 optional locations).
+/// The index is a second temporary file of 16-byte slots, one per object number, behind a
+/// page cache of fixed size (``PagedSlots``), which the step's other bookkeeping shares.
+/// Memory is the write buffer, a read-ahead window of 256 KiB for scans, and that cache —
+/// none of it grows with the number of objects.
 ///
 /// Records use the store's value encoding (`ByteWriter.writeValue`): the entity index, the
 /// object number, the value count, then each value with its tag. Object IDs are written by
@@ -35,11 +37,16 @@ final class MigrationSpill: @unchecked Sendable {
     let io: any FileIO
     let path: String
     private let fd: FileDescriptor
+    /// The index, and the step's other bookkeeping.
+    let slots: PagedSlots
     /// Entity names by encoded index: the schema's, then any other name a value referred to.
     private var names: [String]
     private var entityIndexes: [String: Int]
-    /// Per destination entity: object number → its newest record.
-    private(set) var tables: [PersistentTable<Location>]
+    /// Per destination entity: its area of `slots` (object number → its newest record:
+    /// offset, length; an empty slot is a missing object), its object count, its highest number.
+    private var areas: [Int]
+    private var counts: [Int]
+    private var highest: [UInt64]
     /// Records not yet written to the file; they start at `flushedSize`.
     private var buffer = ByteWriter(capacity: MigrationSpill.batchSize + 64 * 1024)
     private var flushedSize: Int64 = 0
@@ -52,12 +59,21 @@ final class MigrationSpill: @unchecked Sendable {
     /// How much a scan reads ahead.
     static let windowSize = 256 << 10
     private var isClosed = false
-    /// The first failed read while the rows were handed to the checkpoint writer.
-    var readFailure: StoreError?
+    /// The first failure of a read that could not throw: while the rows were handed to the
+    /// checkpoint writer, or while a unique value was confirmed (see ``recordFailure(_:)``).
+    private var stickyFailure: StoreError?
+    /// The first failure of the file or the index that no caller has seen thrown yet.
+    var failure: StoreError? { stickyFailure ?? slots.failure }
+
+    /// Records the failure of a read whose caller cannot throw; the step reports it (see
+    /// ``failure``) before it writes anything.
+    func recordFailure(_ error: StoreError) {
+        if stickyFailure == nil { stickyFailure = error }
+    }
 
     /// Creates the spill file in `directory` (replacing one an interrupted run left).
     /// - Throws: ``StoreError`` (`io`) when the file cannot be created.
-    init(directory: String, schema: Schema, io: any FileIO) throws(StoreError) {
+    init(directory: String, schema: Schema, io: any FileIO, cachedPages: Int = PagedSlots.defaultCachedPages) throws(StoreError) {
         self.io = io
         path = StoreLayout.join(directory, StoreLayout.migrationSpillName)
         if io.kind(of: path) != nil {
@@ -70,23 +86,56 @@ final class MigrationSpill: @unchecked Sendable {
         } catch {
             throw StoreError.io(error, "creating the migration's temporary file")
         }
+        let slots: PagedSlots
+        do throws(StoreError) {
+            slots = try PagedSlots(path: StoreLayout.join(directory, StoreLayout.migrationIndexName), io: io, cachedPages: cachedPages)
+        } catch {
+            io.close(fd)
+            try? io.remove(path)
+            throw error
+        }
+        self.slots = slots
         names = schema.entities.map(\.name)
         entityIndexes = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
-        tables = schema.entities.map { _ in PersistentTable() }
+        areas = schema.entities.map { _ in slots.makeArea() }
+        counts = schema.entities.map { _ in 0 }
+        highest = schema.entities.map { _ in 0 }
     }
 
     /// The number of objects of an entity.
-    func count(of entity: Int) -> Int { tables[entity].count }
+    func count(of entity: Int) -> Int { counts[entity] }
 
     /// Whether the object exists.
-    func contains(_ entity: Int, _ number: UInt64) -> Bool { tables[entity][number] != nil }
+    func contains(_ entity: Int, _ number: UInt64) -> Bool { location(entity, number) != nil }
 
-    /// The numbers of an entity's objects, in order.
-    func numbers(of entity: Int) -> [UInt64] {
-        var numbers: [UInt64] = []
-        numbers.reserveCapacity(tables[entity].count)
-        tables[entity].forEach { number, _ in numbers.append(number) }
-        return numbers
+    private func location(_ entity: Int, _ number: UInt64) -> Location? {
+        let slot = slots.slot(areas[entity], number)
+        return slot.second == 0 ? nil : Location(offset: Int64(slot.first), length: UInt32(slot.second))
+    }
+
+    /// The numbers of an entity's objects, in order: those that exist when the sequence is
+    /// made, read from the index as it is iterated (objects are never removed, and objects
+    /// made later get higher numbers).
+    func numbers(of entity: Int) -> Numbers {
+        Numbers(slots: slots, area: areas[entity], from: 0, last: highest[entity], done: counts[entity] == 0)
+    }
+
+    /// An entity's object numbers, in order, read from the index a page at a time.
+    struct Numbers: Sequence, IteratorProtocol {
+        let slots: PagedSlots
+        let area: Int
+        var from: UInt64
+        let last: UInt64
+        var done: Bool
+
+        mutating func next() -> UInt64? {
+            guard !done, let number = slots.nextOccupied(area, from: from, through: last) else {
+                done = true
+                return nil
+            }
+            if number == last { done = true } else { from = number + 1 }
+            return number
+        }
     }
 
     /// Writes an object's values (a new object, or a new version of one).
@@ -109,7 +158,12 @@ final class MigrationSpill: @unchecked Sendable {
             throw StoreError(.io, "a row of \(names[entity])/\(number) takes \(length) bytes, more than a migration can hold (4 GiB)",
                              path: path)
         }
-        tables[entity][number] = Location(offset: flushedSize + Int64(start), length: UInt32(length))
+        let area = areas[entity]
+        if slots.slot(area, number).second == 0 {
+            counts[entity] += 1
+            if number > highest[entity] { highest[entity] = number }
+        }
+        slots.setSlot(area, number, PagedSlots.Slot(first: UInt64(flushedSize) + UInt64(start), second: UInt64(length)))
         if buffer.count >= Self.batchSize { try flush() }
     }
 
@@ -138,7 +192,7 @@ final class MigrationSpill: @unchecked Sendable {
     /// An object's values, or `nil` when it does not exist. A `scanning` read (objects visited
     /// in number order) reads ahead of the record.
     func values(_ entity: Int, _ number: UInt64, scanning: Bool = false) throws(StoreError) -> [Value]? {
-        guard let location = tables[entity][number] else { return nil }
+        guard let location = location(entity, number) else { return nil }
         return try read(location, of: entity, number, scanning: scanning)
     }
 
@@ -214,17 +268,10 @@ final class MigrationSpill: @unchecked Sendable {
 
     /// Calls `body` with every object of an entity, in number order, until it returns `false`.
     func forEach(of entity: Int, _ body: (UInt64, [Value]) throws(StoreError) -> Bool) throws(StoreError) {
-        var failure: StoreError?
-        var stopped = false
-        tables[entity].forEach { number, location in
-            guard failure == nil, !stopped else { return }
-            do throws(StoreError) {
-                stopped = !(try body(number, try read(location, of: entity, number, scanning: true)))
-            } catch {
-                failure = error
-            }
+        for number in numbers(of: entity) {
+            guard let location = location(entity, number) else { continue }
+            guard try body(number, try read(location, of: entity, number, scanning: true)) else { return }
         }
-        if let failure { throw failure }
     }
 
     /// Closes and removes the file (best effort: a file left behind is removed when the
@@ -234,7 +281,7 @@ final class MigrationSpill: @unchecked Sendable {
         isClosed = true
         io.close(fd)
         try? io.remove(path)
-        tables = []
+        slots.remove()
         buffer = ByteWriter(capacity: 0)
         readBuffer = []
         window = []

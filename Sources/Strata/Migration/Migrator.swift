@@ -22,7 +22,8 @@ enum Migrator {
     ) async throws(MigrationError) -> StepOutcome {
         try await onQueue { () throws(MigrationError) -> StepOutcome in
             let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
-                                          progress: progress, awakening: plan.awakening, spillDirectory: "/", spillIO: InMemoryFileIO())
+                                          progress: progress, awakening: plan.awakening, spillDirectory: "/", spillIO: InMemoryFileIO(),
+                                          cachedIndexPages: plan.cachedIndexPages)
             let outcome = try execution.run()
             defer { outcome.contents.spill.remove() }
             return StepOutcome(generation: try outcome.contents.generation(step: step.name),
@@ -54,7 +55,8 @@ enum Migrator {
         if step.isCustom {
             let (stepContents, problems) = try await onQueue { () throws(MigrationError) -> (StepContents, [ValidationProblem]) in
                 let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count, progress: progress,
-                                              awakening: plan.awakening, spillDirectory: journal.path, spillIO: journal.io)
+                                              awakening: plan.awakening, spillDirectory: journal.path, spillIO: journal.io,
+                                              cachedIndexPages: plan.cachedIndexPages)
                 let outcome = try execution.run()
                 return (outcome.contents, outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) })
             }

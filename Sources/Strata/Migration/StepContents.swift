@@ -10,24 +10,27 @@ struct StepContents: FallibleCheckpointSource {
     let lastTransaction: UInt64
     let highestObjectNumbers: [String: UInt64]
 
-    var readFailure: StoreError? { spill.readFailure }
+    var readFailure: StoreError? { spill.failure }
 
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         for (index, entity) in schema.entities.enumerated() {
             let name = entity.name
             var rows: [RowImage] = []
             // Rows are read in batches, then handed over, so that `body`'s errors pass through.
-            var numbers = spill.numbers(of: index)[...]
-            while !numbers.isEmpty, spill.readFailure == nil {
-                let batch = numbers.prefix(4_096)
-                numbers = numbers.dropFirst(batch.count)
+            var numbers = spill.numbers(of: index)
+            var more = true
+            while more, spill.failure == nil {
                 rows.removeAll(keepingCapacity: true)
-                for number in batch {
+                while rows.count < 4_096 {
+                    guard let number = numbers.next() else {
+                        more = false
+                        break
+                    }
                     do throws(StoreError) {
                         guard let values = try spill.values(index, number, scanning: true) else { continue }
                         rows.append(RowImage(id: ObjectID(entity: name, number: number), values: values))
                     } catch {
-                        spill.readFailure = error
+                        spill.recordFailure(error)
                         return
                     }
                 }

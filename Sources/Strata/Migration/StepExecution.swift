@@ -4,8 +4,9 @@
 /// destination.
 ///
 /// The destination objects are written to a temporary file as they are made
-/// (``MigrationSpill``), not held in memory: what stays in memory is the spill's index, the
-/// unique values, which objects each source object became, and a batch of rows. Nothing is
+/// (``MigrationSpill``), not held in memory, and so is the bookkeeping — the spill's index,
+/// the unique values, which objects each source object became — behind a page cache of fixed
+/// size: what the step holds in memory is that cache and a batch of rows. Nothing is
 /// written to the store here; the caller writes the result (``StepContents``) only once it
 /// is valid, and removes the spill.
 struct StepExecution {
@@ -18,6 +19,8 @@ struct StepExecution {
     /// Where the destination objects are kept while the step runs.
     let spillDirectory: String
     let spillIO: any FileIO
+    /// The pages of the step's bookkeeping kept in memory.
+    var cachedIndexPages = PagedSlots.defaultCachedPages
     /// How often progress is reported, in objects.
     static let progressInterval = 10_000
 
@@ -41,7 +44,7 @@ struct StepExecution {
     func run() throws(MigrationError) -> Outcome {
         let spill: MigrationSpill
         do throws(StoreError) {
-            spill = try MigrationSpill(directory: spillDirectory, schema: step.destination, io: spillIO)
+            spill = try MigrationSpill(directory: spillDirectory, schema: step.destination, io: spillIO, cachedPages: cachedIndexPages)
         } catch {
             throw MigrationError.store(error, step: step.name, "starting the step")
         }
@@ -81,6 +84,9 @@ struct StepExecution {
                         failure = MigrationError(.transformFailed, "the transform threw: \(error)", step: step.name,
                                                  entity: sourceEntity.name, object: object.id)
                     }
+                    if failure == nil {
+                        do throws(MigrationError) { try destination.checkSpill() } catch { failure = error }
+                    }
                     if destination.isDropped(object.id) { dropped += 1 }
                     if failure == nil, let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize {
                         do throws(MigrationError) { try awakening.apply(to: destination) } catch { failure = error }
@@ -115,8 +121,8 @@ struct StepExecution {
         for (entity, link) in step.links {
             let index = step.destination.entityIndex(named: entity)!
             let name = step.destination.entities[index].name
-            let numbers = spill.numbers(of: index)
-            for (k, number) in numbers.enumerated() {
+            let total = spill.count(of: index)
+            for (k, number) in spill.numbers(of: index).enumerated() {
                 let id = ObjectID(entity: name, number: number)
                 do {
                     try link(id, destination)
@@ -127,10 +133,11 @@ struct StepExecution {
                 } catch {
                     throw MigrationError(.transformFailed, "the link threw: \(error)", step: step.name, entity: entity, object: id)
                 }
+                try destination.checkSpill()
                 if let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize { try awakening.apply(to: destination) }
-                if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, numbers.count) }
+                if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, total) }
             }
-            report(.linking, entity, numbers.count, numbers.count)
+            report(.linking, entity, total, total)
         }
         // The rest of the objects links inserted.
         if let awakening { try awakening.apply(to: destination) }
@@ -140,6 +147,7 @@ struct StepExecution {
             (problem, mapping.change(entity: problem.object.entity, key: problem.key))
         }
         problems += deleteRuleProblems(destination, limit: 100)
+        try destination.checkSpill()
         do throws(StoreError) { try spill.flush() } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's new objects")
         }
@@ -251,7 +259,7 @@ struct StepExecution {
                     for (i, attribute) in entity.attributes.enumerated() {
                         if let problem = AttributeCheck.problem(with: values[i], for: attribute), !add(attribute.name, problem) { return false }
                     }
-                    if let u = unique, !values[u].isNull, let first = destination.lowestHolder(of: values[u], entity: index), first != number {
+                    if let u = unique, !values[u].isNull, let first = destination.lowestHolder(of: values[u], entity: index, holder: number), first != number {
                         if !add(entity.attributes[u].name, "unique value \(values[u]) is also used by \(entity.name)/\(first)") { return false }
                     }
                     for (offset, (relationship, target, inverse)) in relationships.enumerated() {
