@@ -8,9 +8,12 @@
 /// by several objects (which validation reports) has a slot per holder. Removed entries leave
 /// tombstones; the table doubles, dropping them, when live entries and tombstones pass 70 %.
 ///
-/// An `int` value's slot keeps the value's low six bits in place and scatters the rest, so
-/// 64 consecutive values share a run of slots in one page: keys that mostly come in order
-/// (identifiers counting up) are inserted and looked up page by page, not at random.
+/// The table is a grid of buckets of 64 slots, and a key probes one column of it: its start
+/// bucket, then the same column of the following buckets. An `int` value's bucket comes from
+/// its value divided by 64, and its column from its low six bits (permuted per bucket), so 64
+/// consecutive values share one bucket — keys that mostly come in order (identifiers counting
+/// up) are inserted and looked up a page at a time, not at random — while values that
+/// collide only lengthen one column's probe, not 64 of them.
 struct UniqueValueIndex {
     private let slots: PagedSlots
     private var area: Int
@@ -39,11 +42,16 @@ struct UniqueValueIndex {
         return (UInt64(bitPattern: Int64(value.hashValue)), hashed)
     }
 
-    /// Where a key's probe starts.
+    /// Where a key's probe starts: its bucket and column.
     private func start(_ key: UInt64, _ tag: UInt64) -> UInt64 {
-        let position = tag == Self.exact ? Self.mix(key >> 6) << 6 | key & 63 : Self.mix(key)
-        return position & (capacity - 1)
+        let hash = Self.mix(tag == Self.exact ? key >> 6 : key)
+        let column = (tag == Self.exact ? key ^ hash >> 58 : hash >> 58) & 63
+        return (hash & (capacity / 64 - 1)) << 6 | column
     }
+
+    /// The next slot of a probe: the same column of the next bucket.
+    @inline(__always)
+    private func step(_ i: UInt64) -> UInt64 { (i + 64) & (capacity - 1) }
 
     /// SplitMix64's finalizer.
     private static func mix(_ x: UInt64) -> UInt64 {
@@ -58,28 +66,35 @@ struct UniqueValueIndex {
         precondition(number < 1 << 62, "object number \(number) is too large for a migration's unique-value index")
         if (used + 1) * 10 > capacity * 7 { grow() }
         let (key, tag) = Self.key(value)
-        place(key, tag | number)
+        while !place(key, tag | number) { grow() }
         used += 1
     }
 
-    private func place(_ key: UInt64, _ tagged: UInt64) {
+    /// Puts an entry in the first empty slot of its probe; `false` when its column is full.
+    private func place(_ key: UInt64, _ tagged: UInt64) -> Bool {
         var i = start(key, tagged & Self.tagMask)
-        while !slots.slot(area, i).isEmpty { i = (i + 1) & (capacity - 1) }
-        slots.setSlot(area, i, PagedSlots.Slot(first: key, second: tagged))
+        for _ in 0..<capacity / 64 {
+            if slots.slot(area, i).isEmpty {
+                slots.setSlot(area, i, PagedSlots.Slot(first: key, second: tagged))
+                return true
+            }
+            i = step(i)
+        }
+        return false
     }
 
     /// Records that object `number` no longer holds `value`.
     mutating func remove(_ value: Value, _ number: UInt64) {
         let (key, tag) = Self.key(value)
         var i = start(key, tag)
-        while true {
+        for _ in 0..<capacity / 64 {
             let slot = slots.slot(area, i)
             if slot.isEmpty { return }
             if slot.first == key && slot.second == tag | number {
                 slots.setSlot(area, i, PagedSlots.Slot(first: 0, second: Self.tombstone))
                 return
             }
-            i = (i + 1) & (capacity - 1)
+            i = step(i)
         }
     }
 
@@ -90,31 +105,40 @@ struct UniqueValueIndex {
         let (key, tag) = Self.key(value)
         var i = start(key, tag)
         var found: [UInt64] = []
-        while true {
+        for _ in 0..<capacity / 64 {
             let slot = slots.slot(area, i)
-            if slot.isEmpty { return found }
+            if slot.isEmpty { break }
             if slot.first == key && slot.second & Self.tagMask == tag {
                 let number = slot.second & ~Self.tagMask
                 if tag == Self.exact || number == known || confirm(number) { found.append(number) }
             }
-            i = (i + 1) & (capacity - 1)
+            i = step(i)
         }
+        return found
     }
 
-    /// Doubles the table into a new area, leaving the tombstones behind.
+    /// Doubles the table into a new area, leaving the tombstones behind (and doubles again
+    /// should a column fill up).
     private mutating func grow() {
         let old = area, oldCapacity = capacity
-        area = slots.makeArea()
-        capacity *= 2
-        used = 0
-        var i: UInt64 = 0
-        while let next = slots.nextOccupied(old, from: i, through: oldCapacity - 1) {
-            let slot = slots.slot(old, next)
-            if slot.second & Self.tagMask != Self.tombstone {
-                place(slot.first, slot.second)
-                used += 1
+        var newCapacity = capacity * 2
+        while true {
+            area = slots.makeArea()
+            capacity = newCapacity
+            used = 0
+            var i: UInt64 = 0
+            var placedAll = true
+            while placedAll, let next = slots.nextOccupied(old, from: i, through: oldCapacity - 1) {
+                let slot = slots.slot(old, next)
+                if slot.second & Self.tagMask != Self.tombstone {
+                    placedAll = place(slot.first, slot.second)
+                    used += 1
+                }
+                i = next + 1
             }
-            i = next + 1
+            if placedAll { break }
+            slots.clear(area)
+            newCapacity *= 2
         }
         slots.clear(old)
     }
