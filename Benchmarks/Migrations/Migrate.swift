@@ -94,15 +94,16 @@ enum Migrate {
         let custom = try MigrationPlan(schemas: [v2, v3], steps: [split])
         // When the step starts writing its checkpoint: the time and peak RSS of making, linking
         // and validating its objects, before the checkpoint write and the reopen.
-        // Also the size of the step's spill file (its destination rows, every version) then.
-        let beforeWriting = Mutex<(start: UInt64, seconds: Double, peak: Double, spill: Int64)>((0, 0, 0, 0))
+        // Also the sizes of the step's spill file (its destination rows, every version) and of
+        // its index file (the bookkeeping) then.
+        let beforeWriting = Mutex<(start: UInt64, seconds: Double, peak: Double, spill: Int64, index: Int64)>((0, 0, 0, 0, 0))
         (seconds, peak) = try await phase {
             beforeWriting.withLock { $0.start = monotonicNanoseconds() }
             let migrated = try await Store.open(at: store, migratingWith: custom, configuration: config) { progress in
                 guard progress.phase == .writing else { return }
                 let peak = (status("VmHWM") ?? 0) / 1024
-                let spill = fileSize(store + "/migration.strata.tmp")
-                beforeWriting.withLock { $0.seconds = secondsSince($0.start); $0.peak = peak; $0.spill = spill }
+                let spill = fileSize(store + "/migration.strata.tmp"), index = fileSize(store + "/migration-index.strata.tmp")
+                beforeWriting.withLock { $0.seconds = secondsSince($0.start); $0.peak = peak; $0.spill = spill; $0.index = index }
             }
             precondition(migrated.currentGeneration.count(of: "TrackData") == objects)
             await migrated.close()
@@ -110,10 +111,11 @@ enum Migrate {
         report.add("custom step v2 → v3 (transform, link, validate, write, reopen)", "s", runs: [seconds])
         report.add("custom step v2 → v3: source objects/s", "objects/s", runs: [Double(objects) / seconds])
         report.add("custom step v2 → v3: peak RSS", "MB", runs: [peak])
-        let (madeSeconds, madePeak, spillBytes) = beforeWriting.withLock { ($0.seconds, $0.peak, $0.spill) }
+        let (madeSeconds, madePeak, spillBytes, indexBytes) = beforeWriting.withLock { ($0.seconds, $0.peak, $0.spill, $0.index) }
         report.add("custom step: transform, link, validate (before the checkpoint write and reopen)", "s", runs: [madeSeconds])
         report.add("custom step: transform, link, validate: peak RSS", "MB", runs: [madePeak])
         report.add("custom step: spill file (temporary, removed after the step)", "MB", runs: [Double(spillBytes) / 1e6])
+        report.add("custom step: index file (temporary, removed after the step)", "MB", runs: [Double(indexBytes) / 1e6])
         report.add("store size (v3, one checkpoint)", "MB", runs: [Double(directorySize(store)) / 1e6])
 
         (seconds, peak) = try await phase {
