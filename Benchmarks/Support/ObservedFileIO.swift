@@ -58,6 +58,7 @@ final class ObservedFileIO: FileIO {
     func truncate(_ fd: FileDescriptor, to size: Int64) throws(FileIOError) { try base.truncate(fd, to: size) }
     func rename(_ source: String, to destination: String) throws(FileIOError) { try base.rename(source, to: destination) }
     func remove(_ path: String) throws(FileIOError) { try base.remove(path) }
+    func removeDirectory(_ path: String) throws(FileIOError) { try base.removeDirectory(path) }
     func syncDirectory(_ path: String) throws(FileIOError) { try base.syncDirectory(path) }
     func createDirectory(_ path: String) throws(FileIOError) { try base.createDirectory(path) }
     func contentsOfDirectory(_ path: String) throws(FileIOError) -> [String] { try base.contentsOfDirectory(path) }

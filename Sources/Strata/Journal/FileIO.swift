@@ -87,10 +87,12 @@ public protocol FileIO: Sendable {
     func sync(_ fd: FileDescriptor) throws(FileIOError)
     /// Cuts or extends the file to `size` bytes.
     func truncate(_ fd: FileDescriptor, to size: Int64) throws(FileIOError)
-    /// Renames a file within a directory, replacing any file at `destination`.
+    /// Renames a file (or a directory), replacing any file (or empty directory) at `destination`.
     func rename(_ source: String, to destination: String) throws(FileIOError)
     /// Removes a file.
     func remove(_ path: String) throws(FileIOError)
+    /// Removes an empty directory (`rmdir`).
+    func removeDirectory(_ path: String) throws(FileIOError)
     /// Makes a directory's entries durable (creates, renames and removes inside it).
     func syncDirectory(_ path: String) throws(FileIOError)
     /// Creates a directory with mode 0700.

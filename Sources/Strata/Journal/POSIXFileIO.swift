@@ -89,6 +89,10 @@ public struct POSIXFileIO: FileIO {
         guard unlink(path) == 0 else { throw fail("unlink", path) }
     }
 
+    public func removeDirectory(_ path: String) throws(FileIOError) {
+        guard rmdir(path) == 0 else { throw fail("rmdir", path) }
+    }
+
     public func syncDirectory(_ path: String) throws(FileIOError) {
         var fd: Int32
         repeat { fd = systemOpen(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) } while fd < 0 && errno == EINTR

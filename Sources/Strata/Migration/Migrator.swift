@@ -14,8 +14,8 @@ enum Migrator {
     }
 
     /// Runs one step on the migration queue and returns its outcome as a generation (for dry
-    /// runs and legacy stores, which hold each step's result in memory: the step's spill is
-    /// an in-memory file, read back into the generation).
+    /// runs, which hold each step's result in memory: the step's spill is an in-memory file,
+    /// read back into the generation).
     static func execute(
         _ step: MigrationStep, on source: Generation, number: Int, of count: Int, plan: MigrationPlan,
         progress: (@Sendable (MigrationProgress) -> Void)?
@@ -77,25 +77,6 @@ enum Migrator {
         } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's checkpoint")
         }
-    }
-
-    /// Runs `steps` from `generation`, calling `afterStep` with each valid result; throws the
-    /// first validation failure, naming its step, object, key and cause.
-    static func run(
-        _ steps: ArraySlice<MigrationStep>, from generation: Generation, plan: MigrationPlan,
-        progress: (@Sendable (MigrationProgress) -> Void)?,
-        afterStep: (MigrationStep, Generation) async throws(MigrationError) -> Void
-    ) async throws(MigrationError) -> Generation {
-        var current = generation
-        for (k, step) in steps.enumerated() {
-            let outcome = try await execute(step, on: current, number: k + 1, of: steps.count, plan: plan, progress: progress)
-            if let error = StepOutcome.validationError(outcome.problems, step: step) { throw error }
-            try await afterStep(step, outcome.generation)
-            progress?(MigrationProgress(step: step.name, stepNumber: k + 1, stepCount: steps.count, phase: .finished,
-                                        entity: nil, completed: outcome.generation.totalCount, total: outcome.generation.totalCount))
-            current = outcome.generation
-        }
-        return current
     }
 }
 

@@ -87,6 +87,15 @@ extension Store {
     /// Migrates a separate legacy store into a new store at another location, leaving the
     /// legacy store untouched (it is only read, without taking its lock).
     ///
+    /// The legacy store's contents are first copied, as one checkpoint, into a *staging*
+    /// directory beside the destination (its path with ``legacyStagingSuffix`` added); that
+    /// copy is then migrated in place, step by step, exactly as
+    /// ``open(at:migratingWith:configuration:progress:)`` migrates a store — a custom step's
+    /// objects and bookkeeping in temporary files, so memory does not grow with the store —
+    /// and only the finished store is renamed to the destination. A crash at any moment leaves
+    /// the destination as it was (absent or empty) and at most a staging directory, which the
+    /// next call clears and starts again.
+    ///
     /// ```swift
     /// let store = try await Store.migrate(legacyStoreAt: "/old/songs.strata", to: "/data/songs.strata", with: plan)
     /// ```
@@ -97,12 +106,50 @@ extension Store {
     ///   - legacyFileIO: how to read the legacy store.
     ///   - configuration: how to create and open the new store.
     /// - Returns: the new store, open under the plan's newest schema.
-    /// - Throws: ``MigrationError``; nothing is created when a step fails.
+    /// - Throws: ``MigrationError``; nothing is created when a step fails (the staging
+    ///   directory is removed), and a destination that holds a store is refused before any
+    ///   work (``StoreError/Code/alreadyExists``).
     public static func migrate(
         legacyStoreAt legacyPath: String, to destinationPath: String, with plan: MigrationPlan,
         legacyFileIO: any FileIO = POSIXFileIO(), configuration: Configuration = Configuration(),
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) async throws(MigrationError) -> Store {
+        let io = configuration.fileIO
+        try clearDestination(destinationPath, io: io)
+        let staging = destinationPath + legacyStagingSuffix
+        try clearDestination(staging, io: io, ownedByMigration: true)
+        let last = try await copyLegacyStore(at: legacyPath, legacyFileIO: legacyFileIO, to: staging, plan: plan, configuration: configuration)
+        do {
+            let store = try await Store.open(at: staging, migratingWith: plan, configuration: configuration, progress: progress)
+            await store.close()
+            // Only the finished store takes the destination's name (replacing an empty directory).
+            try io.rename(staging, to: destinationPath)
+            try io.syncDirectory(StoreLayout.parent(of: destinationPath))
+        } catch {
+            removeStaging(staging, io: io)
+            if let error = error as? MigrationError { throw error }
+            if let error = error as? FileIOError {
+                throw MigrationError.store(StoreError.io(error, "moving the migrated store into place"), step: last,
+                                           "creating the new store")
+            }
+            throw MigrationError(.store, "creating the new store: \(error)", step: last)
+        }
+        do {
+            return try Store.open(at: destinationPath, schema: plan.latest, configuration: configuration)
+        } catch {
+            throw MigrationError.store(error, step: last, "opening the new store")
+        }
+    }
+
+    /// What is added to a legacy migration's destination path to name its staging directory.
+    public static let legacyStagingSuffix = ".migrating"
+
+    /// Copies the legacy store into `staging` as a store of its own schema (one checkpoint),
+    /// checking first that the plan can migrate it; returns the name of the plan's last step
+    /// (for errors). The legacy store's objects are released before this returns.
+    private static func copyLegacyStore(
+        at legacyPath: String, legacyFileIO: any FileIO, to staging: String, plan: MigrationPlan, configuration: Configuration
+    ) async throws(MigrationError) -> String? {
         let legacy: Store
         do { legacy = try Store.open(at: legacyPath, configuration: Configuration(fileIO: legacyFileIO, readOnly: true)) } catch {
             throw MigrationError.store(error, "opening the legacy store")
@@ -111,20 +158,51 @@ extension Store {
         let stored = legacy.schema
         await legacy.close()
         let steps = try plan.steps(from: stored, path: legacyPath)
-        let migrated = try await Migrator.run(steps, from: generation, plan: plan, progress: progress) { _, _ throws(MigrationError) in }
-        let io = configuration.fileIO
-        if io.kind(of: destinationPath) == .directory, let names = try? io.contentsOfDirectory(destinationPath),
-            !names.isEmpty, names.allSatisfy({ $0 == StoreLayout.lockFile || StoreLayout.isTemporary($0) })
-        {
-            // What an interrupted creation leaves before its checkpoint is in place.
-            for name in names { try? io.remove(StoreLayout.join(destinationPath, name)) }
-        }
         do {
-            let journal = try Journal.create(at: destinationPath, schema: plan.latest, configuration: configuration, initialContents: migrated)
+            let journal = try Journal.create(at: staging, schema: stored, configuration: configuration, initialContents: generation)
             await journal.close()
-            return try Store.open(at: destinationPath, schema: plan.latest, configuration: configuration)
         } catch {
-            throw MigrationError.store(error, step: steps.last?.name, "creating the new store")
+            removeStaging(staging, io: configuration.fileIO)
+            throw MigrationError.store(error, step: steps.first?.name, "copying the legacy store to \(staging)")
         }
+        return steps.last?.name
+    }
+
+    /// Makes `path` ready for a new store: refuses one that holds anything but the lock file
+    /// and temporary files (unless it is a staging directory the migration owns, which is
+    /// emptied whatever it holds) and removes those.
+    private static func clearDestination(_ path: String, io: any FileIO, ownedByMigration: Bool = false) throws(MigrationError) {
+        switch io.kind(of: path) {
+        case nil:
+            return
+        case .directory:
+            let names: [String]
+            do throws(FileIOError) { names = try io.contentsOfDirectory(path) } catch {
+                throw MigrationError.store(StoreError.io(error, "listing \(path)"), "preparing the new store")
+            }
+            guard ownedByMigration || names.allSatisfy({ $0 == StoreLayout.lockFile || StoreLayout.isTemporary($0) }) else {
+                throw MigrationError.store(
+                    StoreError(.alreadyExists, "\(path) is not empty; choose a new path, or open the store that is there", path: path),
+                    "preparing the new store")
+            }
+            // What an interrupted creation or migration leaves.
+            do throws(FileIOError) {
+                for name in names { try io.remove(StoreLayout.join(path, name)) }
+            } catch {
+                throw MigrationError.store(StoreError.io(error, "clearing \(path)"), "preparing the new store")
+            }
+        case .file, .other:
+            throw MigrationError.store(StoreError(.alreadyExists, "\(path) exists and is not a directory; choose another path", path: path),
+                                       "preparing the new store")
+        }
+    }
+
+    /// Removes a staging directory and its files (best effort: the next migration to the
+    /// same destination clears what is left).
+    private static func removeStaging(_ path: String, io: any FileIO) {
+        if let names = try? io.contentsOfDirectory(path) {
+            for name in names { try? io.remove(StoreLayout.join(path, name)) }
+        }
+        try? io.removeDirectory(path)
     }
 }

@@ -85,7 +85,7 @@ final class Progress: Sendable {
 /// Every ``FileIO`` requirement, for logs and kill points.
 enum FileCall: String, Sendable, Hashable {
     case open, close, read, write, size, sync, truncate, rename, remove
-    case syncDirectory, createDirectory, contentsOfDirectory, kind, tryLock
+    case syncDirectory, createDirectory, contentsOfDirectory, kind, tryLock, removeDirectory
 }
 
 /// One moment of a recorded workload: just before or just after one file operation, with
@@ -218,6 +218,10 @@ final class CrashRecorder: FileIO {
 
     func remove(_ path: String) throws(FileIOError) {
         try perform(.remove, path: path) { () throws(FileIOError) in try base.remove(path) }
+    }
+
+    func removeDirectory(_ path: String) throws(FileIOError) {
+        try perform(.removeDirectory, path: path) { () throws(FileIOError) in try base.removeDirectory(path) }
     }
 
     func syncDirectory(_ path: String) throws(FileIOError) {
@@ -441,6 +445,11 @@ final class HookedFileIO: FileIO {
     func remove(_ path: String) throws(FileIOError) {
         hook(.remove)
         try base.remove(path)
+    }
+
+    func removeDirectory(_ path: String) throws(FileIOError) {
+        hook(.removeDirectory)
+        try base.removeDirectory(path)
     }
 
     func syncDirectory(_ path: String) throws(FileIOError) {

@@ -111,6 +111,7 @@ import Darwin
         case .createDirectory: .createDirectory
         case .contentsOfDirectory: .contentsOfDirectory
         case .tryLock: .tryLock
+        case .removeDirectory: .removeDirectory
         case .close, .kind: preconditionFailure("close and kind(of:) are not counted")
         }
     }

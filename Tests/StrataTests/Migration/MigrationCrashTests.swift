@@ -90,4 +90,98 @@ import Testing
         let files = try probe.contentsOfDirectory(Self.path).sorted()
         #expect(files == ["checkpoint-00000000000000000002.strata", "journal-00000000000000000003.strata", "lock"], "\(files)")
     }
+
+    /// A legacy store migrated into a new location, crashed at every call (the legacy store is
+    /// on another disk that does not crash): the destination is either absent (or an empty
+    /// directory) or the whole migrated store — never a store at an older version — and
+    /// running the migration again finishes it and leaves no staging directory.
+    @Test func aLegacyMigrationCrashedAtEveryCallLeavesNoPartialStoreAndReruns() async throws {
+        let legacy = try await Self.fixture()
+        let plan = try MusicModel.plan()
+        let destination = "/new/music.strata", staging = destination + Store.legacyStagingSuffix
+        let empty = InMemoryFileIO()
+        try empty.createDirectory("/new")
+        try empty.syncDirectory("/")
+        let probe = FaultInjectingFileIO(wrapping: empty.crashed(seed: 0, mode: .processCrash))
+        await (try await Store.migrate(legacyStoreAt: Self.path, to: destination, with: plan, legacyFileIO: legacy,
+                                       configuration: Self.configuration(probe))).close()
+        let calls = probe.callCount
+        #expect(calls > 20)
+        var outcomes: [String: Int] = [:]
+        for index in 0..<calls {
+            let disk = empty.crashed(seed: 0, mode: .processCrash)
+            let faulty = FaultInjectingFileIO(wrapping: disk, faults: [.init(callIndex: index, kind: .error(EIO), persistence: .forever)])
+            if let store = try? await Store.migrate(legacyStoreAt: Self.path, to: destination, with: plan, legacyFileIO: legacy,
+                                                    configuration: Self.configuration(faulty)) {
+                await store.close()
+            }
+            for seed in 0..<2 {
+                let image = disk.crashed(seed: UInt64(index * 2 + seed), mode: .powerLoss)
+                let label = "crash at call \(index), seed \(seed)"
+                if image.kind(of: destination) != nil, let names = try? image.contentsOfDirectory(destination), !names.isEmpty {
+                    do {
+                        let reader = try Store.open(at: destination, configuration: .init(fileIO: image, readOnly: true))
+                        #expect(reader.schema.version == 3, "\(label)")
+                        MusicModel.checkMigrated(reader.currentGeneration, sourceVersion: 1)
+                        await reader.close()
+                        outcomes["migrated", default: 0] += 1
+                    } catch {
+                        Issue.record("\(label): the destination holds \(names), which does not open: \(error)")
+                    }
+                    continue
+                }
+                outcomes[image.kind(of: staging) == nil ? "nothing" : "staging left", default: 0] += 1
+                do {
+                    let store = try await Store.migrate(legacyStoreAt: Self.path, to: destination, with: plan, legacyFileIO: legacy,
+                                                        configuration: Self.configuration(image))
+                    MusicModel.checkMigrated(store.currentGeneration, sourceVersion: 1)
+                    await store.close()
+                    #expect(image.kind(of: staging) == nil, "\(label)")
+                } catch {
+                    Issue.record("\(label): the migration does not rerun: \(error)")
+                }
+            }
+        }
+        // Crashes landed before anything was made, with a staging directory, and after the rename.
+        #expect(outcomes["nothing"] ?? 0 > 0 && outcomes["staging left"] ?? 0 > 0 && outcomes["migrated"] ?? 0 > 0, "\(outcomes)")
+    }
+
+    @Test func aFailedLegacyMigrationCreatesNothing() async throws {
+        let legacy = try await Self.fixture()
+        let destination = "/new/music.strata", staging = destination + Store.legacyStagingSuffix
+        let io = InMemoryFileIO()
+        try io.createDirectory("/new")
+        // A split whose transform forgets the required SongData: validation fails in step 2.
+        var broken = MigrationStep(from: MusicModel.v2, to: MusicModel.v3)
+        broken.transform("Song") { song, destination in
+            try destination.insert("Song", values: ["songID": song["songID"], "title": song["title"]])
+        }
+        let plan = try MigrationPlan(schemas: [MusicModel.v1, MusicModel.v2, MusicModel.v3], steps: [broken])
+        await #expect {
+            try await Store.migrate(legacyStoreAt: Self.path, to: destination, with: plan, legacyFileIO: legacy,
+                                    configuration: Self.configuration(io))
+        } throws: { error in
+            let error = error as! MigrationError
+            return error.code == .validationFailed && error.key == "data" && error.step == "Music 2 → 3 (custom)"
+        }
+        let left = try io.contentsOfDirectory("/new")
+        #expect(io.kind(of: destination) == nil && io.kind(of: staging) == nil, "\(left)")
+        // A staging directory an earlier run left, whatever it holds, is cleared; a destination
+        // holding a store is refused before any work.
+        try io.createDirectory(staging)
+        let junk = try io.open(staging + "/checkpoint-00000000000000000001.strata", access: .readWrite, creation: .createExclusive)
+        try io.writeAll(junk, [UInt8](repeating: 9, count: 64), at: 0, path: staging)
+        io.close(junk)
+        let store = try await Store.migrate(legacyStoreAt: Self.path, to: destination, with: try MusicModel.plan(), legacyFileIO: legacy,
+                                            configuration: Self.configuration(io))
+        MusicModel.checkMigrated(store.currentGeneration, sourceVersion: 1)
+        await store.close()
+        #expect(io.kind(of: staging) == nil)
+        let calls = FaultInjectingFileIO(wrapping: io)
+        await #expect {
+            try await Store.migrate(legacyStoreAt: Self.path, to: destination, with: try MusicModel.plan(), legacyFileIO: legacy,
+                                    configuration: Self.configuration(calls))
+        } throws: { ($0 as! MigrationError).underlying?.code == .alreadyExists }
+        #expect(calls.callCount(of: .write) == 0)
+    }
 }

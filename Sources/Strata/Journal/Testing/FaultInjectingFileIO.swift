@@ -45,7 +45,7 @@ public final class FaultInjectingFileIO: FileIO {
     /// The calls a ``Fault`` can be limited to.
     public enum Operation: String, Sendable, Hashable, CaseIterable {
         case open, read, write, size, sync, truncate, rename, remove
-        case syncDirectory, createDirectory, contentsOfDirectory, tryLock
+        case syncDirectory, createDirectory, contentsOfDirectory, tryLock, removeDirectory
 
         /// The operation name in errors, the same as ``POSIXFileIO`` uses.
         var errorName: String {
@@ -62,6 +62,7 @@ public final class FaultInjectingFileIO: FileIO {
             case .createDirectory: "mkdir"
             case .contentsOfDirectory: "opendir"
             case .tryLock: "flock"
+            case .removeDirectory: "rmdir"
             }
         }
     }
@@ -258,6 +259,11 @@ public final class FaultInjectingFileIO: FileIO {
     public func remove(_ path: String) throws(FileIOError) {
         try check(.remove, path)
         try base.remove(path)
+    }
+
+    public func removeDirectory(_ path: String) throws(FileIOError) {
+        try check(.removeDirectory, path)
+        try base.removeDirectory(path)
     }
 
     public func syncDirectory(_ path: String) throws(FileIOError) {

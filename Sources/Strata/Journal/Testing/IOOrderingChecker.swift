@@ -242,6 +242,14 @@ public final class IOOrderingChecker: FileIO {
         }
     }
 
+    public func removeDirectory(_ path: String) throws(FileIOError) {
+        let path = Self.normalized(path)
+        try state.withLock { (s) throws(FileIOError) in
+            try base.removeDirectory(path)
+            s.pendingDirectories.remove(path)
+        }
+    }
+
     public func syncDirectory(_ path: String) throws(FileIOError) {
         let path = Self.normalized(path)
         try state.withLock { (s) throws(FileIOError) in

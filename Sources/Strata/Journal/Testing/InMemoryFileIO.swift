@@ -213,6 +213,21 @@ public final class InMemoryFileIO: FileIO {
         }
     }
 
+    public func removeDirectory(_ path: String) throws(FileIOError) {
+        try state.withLock { (s) throws(FileIOError) in
+            s.operationCount += 1
+            guard let (parent, name) = try s.resolve(path, operation: "rmdir") else {
+                throw FileIOError(operation: "rmdir", path: path, errno: EBUSY)
+            }
+            guard let node = s.directories[parent]!.entries[name] else {
+                throw FileIOError(operation: "rmdir", path: path, errno: ENOENT)
+            }
+            guard let directory = s.directories[node] else { throw FileIOError(operation: "rmdir", path: path, errno: ENOTDIR) }
+            guard directory.entries.isEmpty else { throw FileIOError(operation: "rmdir", path: path, errno: ENOTEMPTY) }
+            s.directories[parent]!.change(.unlink(name: name))
+        }
+    }
+
     public func syncDirectory(_ path: String) throws(FileIOError) {
         try state.withLock { (s) throws(FileIOError) in
             s.operationCount += 1
