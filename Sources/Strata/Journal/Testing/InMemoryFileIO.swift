@@ -199,31 +199,30 @@ public final class InMemoryFileIO: FileIO {
     }
 
     public func remove(_ path: String) throws(FileIOError) {
-        try state.withLock { (s) throws(FileIOError) in
-            s.operationCount += 1
-            guard let (parent, name) = try s.resolve(path, operation: "unlink") else {
-                throw FileIOError(operation: "unlink", path: path, errno: EISDIR)
-            }
-            guard let node = s.directories[parent]!.entries[name] else {
-                throw FileIOError(operation: "unlink", path: path, errno: ENOENT)
-            }
-            // Linux reports EISDIR for unlink of a directory.
-            guard s.files[node] != nil else { throw FileIOError(operation: "unlink", path: path, errno: EISDIR) }
-            s.directories[parent]!.change(.unlink(name: name))
-        }
+        // Linux reports EISDIR for unlink of a directory.
+        try unlinkEntry(path, operation: "unlink", atRoot: EISDIR) { s, node in s.files[node] == nil ? EISDIR : nil }
     }
 
     public func removeDirectory(_ path: String) throws(FileIOError) {
+        try unlinkEntry(path, operation: "rmdir", atRoot: EBUSY) { s, node in
+            guard let directory = s.directories[node] else { return ENOTDIR }
+            return directory.entries.isEmpty ? nil : ENOTEMPTY
+        }
+    }
+
+    /// Removes the entry at `path` unless `refusal` gives an errno for its node.
+    private func unlinkEntry(
+        _ path: String, operation: String, atRoot: Int32, refusal: (State, Int) -> Int32?
+    ) throws(FileIOError) {
         try state.withLock { (s) throws(FileIOError) in
             s.operationCount += 1
-            guard let (parent, name) = try s.resolve(path, operation: "rmdir") else {
-                throw FileIOError(operation: "rmdir", path: path, errno: EBUSY)
+            guard let (parent, name) = try s.resolve(path, operation: operation) else {
+                throw FileIOError(operation: operation, path: path, errno: atRoot)
             }
             guard let node = s.directories[parent]!.entries[name] else {
-                throw FileIOError(operation: "rmdir", path: path, errno: ENOENT)
+                throw FileIOError(operation: operation, path: path, errno: ENOENT)
             }
-            guard let directory = s.directories[node] else { throw FileIOError(operation: "rmdir", path: path, errno: ENOTDIR) }
-            guard directory.entries.isEmpty else { throw FileIOError(operation: "rmdir", path: path, errno: ENOTEMPTY) }
+            if let code = refusal(s, node) { throw FileIOError(operation: operation, path: path, errno: code) }
             s.directories[parent]!.change(.unlink(name: name))
         }
     }
