@@ -62,13 +62,13 @@ enum Migrate {
         report.add("store size (v1, one checkpoint)", "MB", runs: [Double(directorySize(store)) / 1e6])
 
         let config = Store.Configuration(durability: .full)
-        var (seconds, peak) = try await phase {
+        var (seconds, peak, resident) = try await phase {
             let opened = try Store.open(at: store, configuration: config)
             await opened.close()
         }
         report.add("open v1 (the store's own footprint)", "s", runs: [seconds])
         report.add("open v1 (the store's own footprint): peak RSS", "MB", runs: [peak])
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             for _ in 0..<2 {
                 let opened = try Store.open(at: store, configuration: config)
                 await opened.close()
@@ -77,7 +77,7 @@ enum Migrate {
         report.add("control: open v1, close, open again (no migration): peak RSS", "MB", runs: [peak])
 
         let inferred = try MigrationPlan(schemas: [v1, v2])
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             let migrated = try await Store.open(at: store, migratingWith: inferred, configuration: config)
             await migrated.close()
         }
@@ -85,7 +85,7 @@ enum Migrate {
         report.add("inferred step v1 → v2: objects/s", "objects/s", runs: [Double(objects) / seconds])
         report.add("inferred step v1 → v2: peak RSS", "MB", runs: [peak])
 
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             let opened = try Store.open(at: store, configuration: config)
             await opened.close()
         }
@@ -97,7 +97,7 @@ enum Migrate {
         // into a staging directory, migrated there, renamed into place, opened.
         let moved = context.path("migrate-legacy")
         defer { removeItem(moved) }
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             let migrated = try await Store.migrate(legacyStoreAt: store, to: moved, with: custom, configuration: config)
             precondition(migrated.currentGeneration.count(of: "TrackData") == objects)
             await migrated.close()
@@ -111,7 +111,7 @@ enum Migrate {
         // Also the sizes of the step's spill file (its destination rows, every version) and of
         // its index file (the bookkeeping) then.
         let beforeWriting = Mutex<(start: UInt64, seconds: Double, peak: Double, spill: Int64, index: Int64)>((0, 0, 0, 0, 0))
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             beforeWriting.withLock { $0.start = monotonicNanoseconds() }
             let migrated = try await Store.open(at: store, migratingWith: custom, configuration: config) { progress in
                 guard progress.phase == .writing else { return }
@@ -122,6 +122,7 @@ enum Migrate {
             precondition(migrated.currentGeneration.count(of: "TrackData") == objects)
             await migrated.close()
         }
+        report.add("custom step v2 → v3: resident memory at its start (left by earlier phases)", "MB", runs: [resident])
         report.add("custom step v2 → v3 (transform, link, validate, write, reopen)", "s", runs: [seconds])
         report.add("custom step v2 → v3: source objects/s", "objects/s", runs: [Double(objects) / seconds])
         report.add("custom step v2 → v3: peak RSS", "MB", runs: [peak])
@@ -132,7 +133,7 @@ enum Migrate {
         report.add("custom step: index file (temporary, removed after the step)", "MB", runs: [Double(indexBytes) / 1e6])
         report.add("store size (v3, one checkpoint)", "MB", runs: [Double(directorySize(store)) / 1e6])
 
-        (seconds, peak) = try await phase {
+        (seconds, peak, resident) = try await phase {
             let opened = try Store.open(at: store, configuration: config)
             await opened.close()
         }
@@ -161,13 +162,15 @@ enum Migrate {
         await store.close()
     }
 
-    /// Runs `body` and returns its seconds and its peak resident megabytes.
-    static func phase(_ body: () async throws -> Void) async throws -> (Double, Double) {
+    /// Runs a phase: its time, its peak resident memory, and the resident memory it started
+    /// from (what earlier phases left allocated), in MB.
+    static func phase(_ body: () async throws -> Void) async throws -> (Double, Double, Double) {
         resetPeakResident()
+        let resident = (status("VmRSS") ?? 0) / 1024
         let start = monotonicNanoseconds()
         try await body()
         let seconds = secondsSince(start)
-        return (seconds, (status("VmHWM") ?? 0) / 1024)
+        return (seconds, (status("VmHWM") ?? 0) / 1024, resident)
     }
 
     static func resetPeakResident() {

@@ -14,7 +14,8 @@
 /// source object it was made from, its unique value — is in a second temporary file behind a
 /// page cache of fixed size, so the memory a step needs does not grow with the store.
 ///
-/// Not `Sendable`: it lives for one step, on the migration's own thread.
+/// Not `Sendable`: it lives for one step, on the migration's own thread (so its bookkeeping
+/// is exempt from the runtime's exclusivity checks).
 public final class MigrationDestination {
     /// The step being run, as errors name it.
     let stepName: String
@@ -24,9 +25,9 @@ public final class MigrationDestination {
     /// The older store's objects.
     let reader: MigrationSourceReader
     /// Per destination entity: the next object number to hand out.
-    private var nextNumber: [UInt64]
+    @exclusivity(unchecked) private var nextNumber: [UInt64]
     /// Per destination entity: the highest number used.
-    private(set) var highestNumbers: [UInt64]
+    @exclusivity(unchecked) private(set) var highestNumbers: [UInt64]
     /// The step's bookkeeping, in areas of the spill's paged index file:
     /// - `made`, per source entity: for each transformed source object, the range of
     ///   `madeList` positions of the objects made from it (first: start + 1, second: count);
@@ -37,10 +38,10 @@ public final class MigrationDestination {
     private let slots: PagedSlots
     private let made: [Int]
     private let madeList: Int
-    private var madeCount: UInt64 = 0
+    @exclusivity(unchecked) private var madeCount: UInt64 = 0
     private let origins: [Int]
     /// Where the objects made from `current` start in `madeList`.
-    private var currentStart: UInt64 = 0
+    @exclusivity(unchecked) private var currentStart: UInt64 = 0
     /// The source object whose transform is running.
     var current: MigrationSourceObject? {
         didSet { currentStart = madeCount }
@@ -48,7 +49,7 @@ public final class MigrationDestination {
     /// Per destination entity with a unique attribute: its storage index.
     private let uniqueAttributes: [Int?]
     /// Per destination entity with a unique attribute: which objects hold each value.
-    private var uniques: [UniqueValueIndex?]
+    @exclusivity(unchecked) private var uniques: [UniqueValueIndex?]
     /// Objects inserted that still need their model class's `awakeFromInsert` values
     /// (applied in batches of ``AwakeFromInsert/batchSize``).
     var awaitingAwake: [(entity: Int, number: UInt64)] = []
