@@ -93,6 +93,14 @@ enum Migrate {
         report.add("open v2 (the store's own footprint): peak RSS", "MB", runs: [peak])
 
         let custom = try MigrationPlan(schemas: [v2, v3], steps: [split])
+        // A dry run of the custom step: run with its files in a scratch directory, nothing written.
+        (seconds, peak, resident) = try await phase {
+            let dryRun = try await custom.dryRun(storeAt: store)
+            precondition(dryRun.wouldSucceed && dryRun.steps.first?.objectCounts.map(\.count).reduce(0, +) == 2 * objects)
+        }
+        report.add("dry run of the custom step v2 → v3", "s", runs: [seconds])
+        report.add("dry run of the custom step v2 → v3: peak RSS", "MB", runs: [peak])
+
         // The same custom step from the v2 store as a legacy store into a new location: copied
         // into a staging directory, migrated there, renamed into place, opened.
         let moved = context.path("migrate-legacy")

@@ -1,6 +1,8 @@
-/// What a migration would do to a store, found by running every step in memory and writing
-/// nothing: the steps (inferred or custom) and their schema changes, the number of objects of
-/// each entity before and after each step, and what would fail validation.
+import Foundation
+
+/// What a migration would do to a store, found by running every step and writing nothing to
+/// the store: the steps (inferred or custom) and their schema changes, the number of objects
+/// of each entity before and after each step, and what would fail validation.
 ///
 /// ```swift
 /// let dryRun = try await plan.dryRun(storeAt: path)
@@ -20,7 +22,7 @@ public struct MigrationDryRun: Sendable, CustomStringConvertible {
         public var count: Int
     }
 
-    /// One step of the plan, as run in memory.
+    /// One step of the plan, as the dry run ran it.
     public struct Step: Sendable {
         /// The step, as `Name n → m (inferred|custom)`.
         public var name: String
@@ -95,9 +97,18 @@ public struct MigrationDryRun: Sendable, CustomStringConvertible {
 // MARK: - Dry run
 
 extension MigrationPlan {
-    /// Runs every step a store needs in memory, writing nothing, and reports what would
+    /// Runs every step a store needs, writing nothing to the store, and reports what would
     /// happen (see ``MigrationDryRun``). The store is read without taking its lock.
-    /// - Throws: ``MigrationError`` when the store cannot be read or its version is not in the plan.
+    ///
+    /// Each step runs as in a migration, its new objects and bookkeeping in temporary files
+    /// of a scratch directory in the system's temporary directory (`FileManager`'s
+    /// `temporaryDirectory`, removed before this returns); a step's result is read back into
+    /// memory only when another step follows, after the previous one is released. So a dry
+    /// run needs about the memory of the larger of the store before and after each step.
+    /// - Parameters:
+    ///   - fileIO: how to read the store (the scratch files always use ``POSIXFileIO``).
+    /// - Throws: ``MigrationError`` when the store cannot be read, its version is not in the
+    ///   plan, or the scratch directory cannot be made.
     public func dryRun(
         storeAt path: String, fileIO: any FileIO = POSIXFileIO(), progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) async throws(MigrationError) -> MigrationDryRun {
@@ -105,15 +116,17 @@ extension MigrationPlan {
         do { store = try Store.open(at: path, configuration: Store.Configuration(fileIO: fileIO, readOnly: true)) } catch {
             throw MigrationError.store(error, "opening the store")
         }
-        var generation = store.currentGeneration
+        var generation: Generation? = store.currentGeneration
         let stored = store.schema
         await store.close()
         let steps = try self.steps(from: stored, path: path)
-        func counts(_ generation: Generation) -> [MigrationDryRun.EntityCount] {
-            generation.schema.entities.map { MigrationDryRun.EntityCount(entity: $0.name, count: generation.count(of: $0.name)) }
-        }
+        let counts = stored.entities.map { MigrationDryRun.EntityCount(entity: $0.name, count: generation!.count(of: $0.name)) }
         var result = MigrationDryRun(path: path, storedVersion: stored.version, targetVersion: latest.version,
-                                     objectCounts: counts(generation), steps: [])
+                                     objectCounts: counts, steps: [])
+        guard !steps.isEmpty else { return result }
+        let scratchIO = POSIXFileIO()
+        let scratch = try Self.makeScratchDirectory(io: scratchIO)
+        defer { try? scratchIO.removeDirectory(scratch) }
         var failed = false
         for (k, step) in steps.enumerated() {
             var report = MigrationDryRun.Step(
@@ -121,12 +134,21 @@ extension MigrationPlan {
                 linkedEntities: step.linkedEntities, wasRun: !failed, objectCounts: [], dropped: 0, problems: [], failure: nil)
             if !failed {
                 do throws(MigrationError) {
-                    let outcome = try await Migrator.execute(step, on: generation, number: k + 1, of: steps.count, plan: self, progress: progress)
-                    report.objectCounts = counts(outcome.generation)
+                    // Not bound to a constant: `generation` alone holds the source, so that
+                    // releasing it below frees it before the result is read back.
+                    let outcome = try await Migrator.execute(step, on: generation!, number: k + 1, of: steps.count, plan: self,
+                                                             scratch: scratch, scratchIO: scratchIO, progress: progress)
+                    defer { outcome.contents.spill.remove() }
+                    let spill = outcome.contents.spill
+                    report.objectCounts = step.destination.entities.enumerated().map {
+                        MigrationDryRun.EntityCount(entity: $1.name, count: spill.count(of: $0))
+                    }
                     report.dropped = outcome.dropped
                     report.problems = outcome.problems
-                    generation = outcome.generation
                     failed = !outcome.problems.isEmpty
+                    // The next step starts from this one's result, read back once the source is released.
+                    generation = nil
+                    if !failed && k + 1 < steps.count { generation = try outcome.contents.generation(step: step.name) }
                 } catch {
                     report.failure = error
                     failed = true
@@ -135,5 +157,16 @@ extension MigrationPlan {
             result.steps.append(report)
         }
         return result
+    }
+
+    /// A new, empty directory for a dry run's scratch files.
+    private static func makeScratchDirectory(io: POSIXFileIO) throws(MigrationError) -> String {
+        var base = FileManager.default.temporaryDirectory.path
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        let path = base + "/strata-dry-run-" + UUID().uuidString
+        do throws(FileIOError) { try io.createDirectory(path) } catch {
+            throw MigrationError.store(StoreError.io(error, "creating the dry run's scratch directory \(path)"), "starting the dry run")
+        }
+        return path
     }
 }

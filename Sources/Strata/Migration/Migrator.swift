@@ -13,20 +13,18 @@ enum Migrator {
         return try result.get()
     }
 
-    /// Runs one step on the migration queue and returns its outcome as a generation (for dry
-    /// runs, which hold each step's result in memory: the step's spill is an in-memory file,
-    /// read back into the generation).
+    /// Runs one step of a dry run on the migration queue, its spill in `scratch` (a
+    /// directory outside the store). The caller reads the outcome and removes its spill.
     static func execute(
         _ step: MigrationStep, on source: Generation, number: Int, of count: Int, plan: MigrationPlan,
-        progress: (@Sendable (MigrationProgress) -> Void)?
+        scratch: String, scratchIO: any FileIO, progress: (@Sendable (MigrationProgress) -> Void)?
     ) async throws(MigrationError) -> StepOutcome {
         try await onQueue { () throws(MigrationError) -> StepOutcome in
             let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
-                                          progress: progress, awakening: plan.awakening, spillDirectory: "/", spillIO: InMemoryFileIO(),
+                                          progress: progress, awakening: plan.awakening, spillDirectory: scratch, spillIO: scratchIO,
                                           cachedIndexPages: plan.cachedIndexPages)
             let outcome = try execution.run()
-            defer { outcome.contents.spill.remove() }
-            return StepOutcome(generation: try outcome.contents.generation(step: step.name),
+            return StepOutcome(contents: outcome.contents,
                                problems: outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) },
                                dropped: outcome.dropped)
         }
@@ -80,9 +78,10 @@ enum Migrator {
     }
 }
 
-/// What one step produced.
+/// What one step of a dry run produced: its objects (in its spill), what would fail
+/// validation, and how many source objects its transforms dropped.
 struct StepOutcome: Sendable {
-    var generation: Generation
+    var contents: StepContents
     var problems: [ValidationProblem]
     var dropped: Int
 
