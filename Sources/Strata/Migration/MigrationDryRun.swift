@@ -112,6 +112,13 @@ extension MigrationPlan {
     public func dryRun(
         storeAt path: String, fileIO: any FileIO = POSIXFileIO(), progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) async throws(MigrationError) -> MigrationDryRun {
+        try await dryRun(storeAt: path, fileIO: fileIO, scratchParent: FileManager.default.temporaryDirectory.path, progress: progress)
+    }
+
+    /// A dry run whose scratch directory is made in `scratchParent`.
+    func dryRun(
+        storeAt path: String, fileIO: any FileIO, scratchParent: String, progress: (@Sendable (MigrationProgress) -> Void)?
+    ) async throws(MigrationError) -> MigrationDryRun {
         let store: Store
         do { store = try Store.open(at: path, configuration: Store.Configuration(fileIO: fileIO, readOnly: true)) } catch {
             throw MigrationError.store(error, "opening the store")
@@ -125,7 +132,7 @@ extension MigrationPlan {
                                      objectCounts: counts, steps: [])
         guard !steps.isEmpty else { return result }
         let scratchIO = POSIXFileIO()
-        let scratch = try Self.makeScratchDirectory(io: scratchIO)
+        let scratch = try Self.makeScratchDirectory(in: scratchParent, io: scratchIO)
         defer { try? scratchIO.removeDirectory(scratch) }
         var failed = false
         for (k, step) in steps.enumerated() {
@@ -160,8 +167,8 @@ extension MigrationPlan {
     }
 
     /// A new, empty directory for a dry run's scratch files.
-    private static func makeScratchDirectory(io: POSIXFileIO) throws(MigrationError) -> String {
-        var base = FileManager.default.temporaryDirectory.path
+    private static func makeScratchDirectory(in parent: String, io: POSIXFileIO) throws(MigrationError) -> String {
+        var base = parent
         while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
         let path = base + "/strata-dry-run-" + UUID().uuidString
         do throws(FileIOError) { try io.createDirectory(path) } catch {

@@ -268,6 +268,39 @@ import Testing
         #expect(try MusicModel.files(path) == before)
     }
 
+    /// A dry run's scratch files — its steps' spills and indexes — are gone when it returns,
+    /// whether it would succeed, would fail validation, or a transform throws.
+    @Test func aDryRunLeavesNoScratchFiles() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 1, at: path)
+        let scratch = directory.appending("scratch")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+        var throwing = MigrationStep(from: MusicModel.v2, to: MusicModel.v3)
+        throwing.transform("Song") { song, _ in throw MigrationError(.transformFailed, "no lyrics for \(song.id)") }
+        var unlinked = MigrationStep(from: MusicModel.v2, to: MusicModel.v3)
+        unlinked.transform("Song") { song, destination in
+            try destination.insert("Song", values: ["songID": song["songID"], "title": song["title"]])
+        }
+        var seen: [Bool] = []
+        for step in [MusicModel.split, unlinked, throwing] {
+            let plan = try MigrationPlan(schemas: [MusicModel.v1, MusicModel.v2, MusicModel.v3], steps: [step],
+                                         modelClasses: [SongDataModel.self])
+            // Progress reports while the custom step runs find its files in a scratch directory.
+            let during = Locked<[String]>([])
+            let dryRun = try await plan.dryRun(storeAt: path, fileIO: POSIXFileIO(), scratchParent: scratch) { progress in
+                guard progress.stepNumber == 2, during.withLock({ $0.isEmpty }) else { return }
+                let inside = (try? FileManager.default.contentsOfDirectory(atPath: scratch)).flatMap(\.first).map {
+                    (try? FileManager.default.contentsOfDirectory(atPath: scratch + "/" + $0)) ?? []
+                } ?? []
+                during.withLock { $0 = inside.sorted() }
+            }
+            seen.append(dryRun.wouldSucceed)
+            #expect(during.withLock { $0 } == [StoreLayout.migrationIndexName, StoreLayout.migrationSpillName].sorted())
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
+        }
+        #expect(seen == [true, false, false])
+    }
+
     @Test func awakeFromInsertSetsTheDefaultsOfCreatedObjectsAndTransformsWin() async throws {
         defer { directory.remove() }
         try await MusicModel.createStore(version: 2, at: path)
