@@ -77,16 +77,7 @@ final class MigrationSpill: @unchecked Sendable {
     init(directory: String, schema: Schema, io: any FileIO, cachedPages: Int = PagedSlots.defaultCachedPages) throws(StoreError) {
         self.io = io
         path = StoreLayout.join(directory, StoreLayout.migrationSpillName)
-        if io.kind(of: path) != nil {
-            do throws(FileIOError) { try io.remove(path) } catch {
-                throw StoreError.io(error, "removing the temporary file of an interrupted migration")
-            }
-        }
-        do throws(FileIOError) {
-            fd = try io.open(path, access: .readWrite, creation: .createExclusive)
-        } catch {
-            throw StoreError.io(error, "creating the migration's temporary file")
-        }
+        fd = try io.createMigrationFile(path, describedAs: "temporary file")
         let slots: PagedSlots
         do throws(StoreError) {
             slots = try PagedSlots(path: StoreLayout.join(directory, StoreLayout.migrationIndexName), io: io, cachedPages: cachedPages)

@@ -73,16 +73,7 @@ final class PagedSlots {
         self.io = io
         self.path = path
         self.cachedPages = cachedPages
-        if io.kind(of: path) != nil {
-            do throws(FileIOError) { try io.remove(path) } catch {
-                throw StoreError.io(error, "removing the temporary index file of an interrupted migration")
-            }
-        }
-        do throws(FileIOError) {
-            fd = try io.open(path, access: .readWrite, creation: .createExclusive)
-        } catch {
-            throw StoreError.io(error, "creating the migration's temporary index file")
-        }
+        fd = try io.createMigrationFile(path, describedAs: "temporary index file")
     }
 
     /// A new, empty area.
@@ -287,4 +278,22 @@ final class PagedSlots {
     }
 
     deinit { remove() }
+}
+
+extension FileIO {
+    /// Creates one of a migration step's temporary files for reading and writing, first
+    /// removing one an interrupted run left at `path`.
+    /// - Throws: ``StoreError`` (`io`) naming the file by `what`.
+    func createMigrationFile(_ path: String, describedAs what: String) throws(StoreError) -> FileDescriptor {
+        if kind(of: path) != nil {
+            do throws(FileIOError) { try remove(path) } catch {
+                throw StoreError.io(error, "removing the \(what) of an interrupted migration")
+            }
+        }
+        do throws(FileIOError) {
+            return try open(path, access: .readWrite, creation: .createExclusive)
+        } catch {
+            throw StoreError.io(error, "creating the migration's \(what)")
+        }
+    }
 }
