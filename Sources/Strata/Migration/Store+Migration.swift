@@ -119,20 +119,20 @@ extension Store {
         let staging = destinationPath + legacyStagingSuffix
         try clearDestination(staging, io: io, ownedByMigration: true)
         let last = try await copyLegacyStore(at: legacyPath, legacyFileIO: legacyFileIO, to: staging, plan: plan, configuration: configuration)
-        do {
+        do throws(MigrationError) {
             let store = try await Store.open(at: staging, migratingWith: plan, configuration: configuration, progress: progress)
             await store.close()
-            // Only the finished store takes the destination's name (replacing an empty directory).
+        } catch {
+            removeStaging(staging, io: io)
+            throw error
+        }
+        // Only the finished store takes the destination's name (replacing an empty directory).
+        do throws(FileIOError) {
             try io.rename(staging, to: destinationPath)
             try io.syncDirectory(StoreLayout.parent(of: destinationPath))
         } catch {
             removeStaging(staging, io: io)
-            if let error = error as? MigrationError { throw error }
-            if let error = error as? FileIOError {
-                throw MigrationError.store(StoreError.io(error, "moving the migrated store into place"), step: last,
-                                           "creating the new store")
-            }
-            throw MigrationError(.store, "creating the new store: \(error)", step: last)
+            throw MigrationError.store(StoreError.io(error, "moving the migrated store into place"), step: last, "creating the new store")
         }
         do {
             return try Store.open(at: destinationPath, schema: plan.latest, configuration: configuration)
