@@ -3,7 +3,7 @@
 /// saved to a parent (a ``Coordinator``, or another context) or thrown away.
 ///
 /// A context is an actor. Its executor is either the main actor's (`.main`, for UI code) or
-/// its own serial queue (`.privateQueue(label)`); its objects live in its isolation and the
+/// its own serial queue (`.privateQueue(label)`, at a ``ContextPriority``); its objects live in its isolation and the
 /// compiler keeps them there. Work goes through ``perform(_:)`` from anywhere, or
 /// ``performAndWait(_:)`` synchronously from `@MainActor` code for a `.main` context:
 ///
@@ -66,10 +66,7 @@ public actor ObjectContext {
     private init(link: ContextLink, parent: ObjectContext?) {
         self.link = link
         self.parentContext = parent
-        switch link.executor {
-        case .main: queueExecutor = nil
-        case .privateQueue(let label): queueExecutor = DispatchQueueExecutor(label: label)
-        }
+        queueExecutor = link.executor.makeSerialExecutor()
         graph = ObjectGraph(link: link)
     }
 
@@ -327,7 +324,12 @@ extension ObjectContext {
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
             }
         } else {
-            let result = try await link.coordinator.commit(capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin))
+            let changes = capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin)
+            // A private-queue context commits on its own queue, at its priority; a main-actor
+            // context leaves the work to the global executor, off the main actor.
+            let result = link.executor == .main
+                ? try await link.coordinator.commit(changes)
+                : try await link.coordinator.commitOnCallersExecutor(changes)
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)

@@ -78,7 +78,7 @@ public final class Stack: Sendable {
         }
         switch preset {
         case .nested, .hybrid:
-            let writer = ObjectContext(coordinator: main, executor: .privateQueue("strata.stack.writer"), name: "writer")
+            let writer = ObjectContext(coordinator: main, executor: .privateQueue("strata.stack.writer", priority: .utility), name: "writer")
             writerContext = writer
             viewContext = ObjectContext(parent: writer, executor: .main, name: "view")
         case .mainParent, .sharedCoordinator, .separateCoordinators:
@@ -105,26 +105,29 @@ public final class Stack: Sendable {
 
     /// A context for background work: where its saves go depends on the preset (the view
     /// context for ``StackPreset/mainParent`` and ``StackPreset/nested``, the store for the others).
+    /// It runs at ``ContextPriority/utility``, yielding processors to the main actor.
     public func newBackgroundContext(name: String = "background") -> ObjectContext {
         switch preset {
         case .mainParent, .nested:
-            ObjectContext(parent: viewContext, executor: .privateQueue("strata.stack.\(name)"), name: name)
+            ObjectContext(parent: viewContext, executor: .privateQueue("strata.stack.\(name)", priority: .utility), name: name)
         case .sharedCoordinator, .separateCoordinators, .hybrid:
-            ObjectContext(coordinator: coordinator, executor: .privateQueue("strata.stack.\(name)"), name: name)
+            ObjectContext(coordinator: coordinator, executor: .privateQueue("strata.stack.\(name)", priority: .utility), name: name)
         }
     }
 
-    /// A context for imports: on the import coordinator where the preset has one.
+    /// A context for imports: on the import coordinator where the preset has one, at
+    /// ``ContextPriority/utility``.
     public func newImportContext(name: String = "import") -> ObjectContext {
         switch preset {
         case .mainParent, .nested, .sharedCoordinator:
             newBackgroundContext(name: name)
         case .separateCoordinators, .hybrid:
-            ObjectContext(coordinator: importCoordinator, executor: .privateQueue("strata.stack.\(name)"), name: name)
+            ObjectContext(coordinator: importCoordinator, executor: .privateQueue("strata.stack.\(name)", priority: .utility), name: name)
         }
     }
 
-    /// A disposable scratch context, a child of the view context: drop it to discard its
+    /// A disposable scratch context, a child of the view context (at
+    /// ``ContextPriority/userInitiated``: someone is waiting for it): drop it to discard its
     /// edits, or ``save(_:)`` it. Under ``StackPreset/hybrid`` it follows the imports' commits
     /// while open (keys it also changed are conflicts, resolved by its merge policy).
     public func newEditorContext(name: String = "editor") async -> ObjectContext {

@@ -15,6 +15,13 @@ extension Store {
     ///   `invalidTransaction` naming the object and key; `poisoned`, `closed`, `readOnly`.
     @discardableResult
     public func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
+        try await commitOnCallersExecutor(changes)
+    }
+
+    /// ``commit(_:)``, with its processor work (conflicts, constraints, encoding) done on
+    /// the caller's executor rather than the global one: a context on a private queue
+    /// commits at its queue's priority (``ContextPriority``).
+    nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
         guard !changes.isEmpty else {
             let generation = currentGeneration
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [], notification: nil)

@@ -8,8 +8,8 @@ import Dispatch
 final class DispatchQueueExecutor: SerialExecutor {
     let queue: DispatchQueue
 
-    init(label: String) {
-        queue = DispatchQueue(label: label, qos: .userInitiated)
+    init(label: String, qos: DispatchQoS) {
+        queue = DispatchQueue(label: label, qos: qos)
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
