@@ -4,6 +4,12 @@ import Synchronization
 
 /// The same small-save workload under each durability, with 1 and 4 concurrent writers:
 /// saves per second, latency, and how many fsyncs each save cost (group commit).
+///
+/// A writer is a private-queue context (at utility priority, like a stack's background
+/// context) that inserts one artist and saves, over and over; a save's latency is its
+/// `save()`. One more row gives the same saves made as bare `Store.commit` calls from a task,
+/// which cannot block the cooperative pool and so always hand their write to the journal's
+/// writer queue.
 struct DurabilityScenario: Scenario {
     let name = "durability"
     let summary = "small saves under .full, .relaxed, .none with 1 and 4 writers: saves/s, latency p50/p99, fsyncs per save"
@@ -19,39 +25,42 @@ struct DurabilityScenario: Scenario {
         var fullSingleP50 = 0.0
         var bytesPerSave = 0.0
         var raw: [Double] = []
+        var storeCommits: [Int: [Outcome]] = [:]
         for durability in [Durability.full, .relaxed, .none] {
             progress("durability: \(durability.rawValue), 1 and 4 writers, \(saves) saves × \(options.runs) runs")
             var outcomes: [Int: [Outcome]] = [:]
             // One writer and four take turns, run by run (and under .full the raw floor with
             // them), so that a disk or processor busier in one stretch of time than another
             // weighs on every configuration alike.
-            for run in 0..<options.runs {
+            for _ in 0..<options.runs {
                 for writers in [1, 4] {
-                    let outcome = try await measure(durability: durability, writers: writers, saves: saves, seed: options.seed &+ UInt64(run))
+                    let outcome = try await measure(durability: durability, writers: writers, saves: saves, through: .context)
                     outcomes[writers, default: []].append(outcome)
                     if durability == .full && writers == 1 {
                         bytesPerSave = outcome.bytesPerSave
                         raw += try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves)
                     }
+                    if durability == .full {
+                        storeCommits[writers, default: []].append(try await measure(durability: durability, writers: writers, saves: saves, through: .store))
+                    }
                 }
             }
             for writers in [1, 4] {
-                let runs = outcomes[writers] ?? []
-                let rate = Measure.median(runs.map(\.rate))
-                let latencies = runs.flatMap(\.latencies)
-                if durability == .full { fullRates[writers] = rate }
-                let p50 = Measure.quantile(latencies, 0.5) * 1000, p99 = Measure.quantile(latencies, 0.99) * 1000
-                if durability == .full && writers == 1 { fullSingleP50 = p50 }
-                let syncs = Measure.median(runs.map(\.syncsPerSave))
-                let processor = Measure.median(runs.map(\.processorPerSave)) * 1e6
-                results.append(.object([
-                    ("durability", .string(durability.rawValue)), ("writers", .int(Int64(writers))),
-                    ("savesPerSecond", number(rate, decimals: 1)),
-                    ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
-                    ("fsyncsPerSave", number(syncs)), ("processorMicrosecondsPerSave", number(processor, decimals: 1)),
-                ]))
-                table.append([durability.rawValue, String(writers), format(rate), format(p50), format(p99), format(syncs), format(processor)])
+                let row = Row(outcomes[writers] ?? [])
+                if durability == .full { fullRates[writers] = row.rate }
+                if durability == .full && writers == 1 { fullSingleP50 = row.p50 }
+                results.append(row.json(durability: durability.rawValue, writers: writers, saves: "context"))
+                table.append(row.cells(durability.rawValue, writers))
             }
+        }
+        var storeRates: [Int: Double] = [:]
+        var storeSingleP50 = 0.0
+        for writers in [1, 4] {
+            let row = Row(storeCommits[writers] ?? [])
+            storeRates[writers] = row.rate
+            if writers == 1 { storeSingleP50 = row.p50 }
+            results.append(row.json(durability: "full", writers: writers, saves: "store commit"))
+            table.append(row.cells("full, store commit", writers))
         }
         let rawP50 = Measure.quantile(raw, 0.5) * 1000, rawP99 = Measure.quantile(raw, 0.99) * 1000
         results.append(.object([
@@ -61,11 +70,50 @@ struct DurabilityScenario: Scenario {
             ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
         ]))
         table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1", ""])
-        let ratio = (fullRates[4] ?? 0) / max(fullRates[1] ?? 1, 1e-9)
-        let latencyRatio = fullSingleP50 / max(rawP50, 1e-9)
-        let verdict = "group commit: 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
-            + "a small durable save takes \(format(latencyRatio))× a raw append+fsync of its bytes at p50 (target ≤ 1.3×: \(latencyRatio <= 1.3 ? "holds" : "missed"))"
+        func verdict(_ what: String, rates: [Int: Double], singleP50: Double) -> String {
+            let ratio = (rates[4] ?? 0) / max(rates[1] ?? 1, 1e-9)
+            let latencyRatio = singleP50 / max(rawP50, 1e-9)
+            return "\(what): 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
+                + "one takes \(format(latencyRatio))× a raw append+fsync of its bytes at p50 (target ≤ 1.3×: \(latencyRatio <= 1.3 ? "holds" : "missed"))"
+        }
+        let verdict = verdict("context saves", rates: fullRates, singleP50: fullSingleP50) + "; "
+            + verdict("store commits", rates: storeRates, singleP50: storeSingleP50)
         return ScenarioReport(scenario: name, objects: saves, saveEvery: 1, runs: options.runs, results: results, table: table, verdict: verdict)
+    }
+
+    /// One row of the table: the median rate over runs, latency quantiles over every save.
+    struct Row {
+        var rate, p50, p99, syncs, processor: Double
+
+        init(_ runs: [Outcome]) {
+            rate = Measure.median(runs.map(\.rate))
+            let latencies = runs.flatMap(\.latencies)
+            p50 = Measure.quantile(latencies, 0.5) * 1000
+            p99 = Measure.quantile(latencies, 0.99) * 1000
+            syncs = Measure.median(runs.map(\.syncsPerSave))
+            processor = Measure.median(runs.map(\.processorPerSave)) * 1e6
+        }
+
+        func json(durability: String, writers: Int, saves: String) -> JSON {
+            .object([
+                ("durability", .string(durability)), ("writers", .int(Int64(writers))), ("saves", .string(saves)),
+                ("savesPerSecond", number(rate, decimals: 1)),
+                ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
+                ("fsyncsPerSave", number(syncs)), ("processorMicrosecondsPerSave", number(processor, decimals: 1)),
+            ])
+        }
+
+        func cells(_ label: String, _ writers: Int) -> [String] {
+            [label, String(writers), format(rate), format(p50), format(p99), format(syncs), format(processor)]
+        }
+    }
+
+    /// How the writers save.
+    enum Saves {
+        /// A private-queue context per writer, inserting and saving.
+        case context
+        /// `Store.commit` of a one-row change set, from a task.
+        case store
     }
 
     struct Outcome {
@@ -98,7 +146,7 @@ struct DurabilityScenario: Scenario {
         return latencies
     }
 
-    private func measure(durability: Durability, writers: Int, saves: Int, seed: UInt64) async throws -> Outcome {
+    private func measure(durability: Durability, writers: Int, saves: Int, through path: Saves) async throws -> Outcome {
         let directory = Measure.temporaryDirectory("durability")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try Store.create(at: directory + "/store", schema: Workload.schema,
@@ -107,8 +155,30 @@ struct DurabilityScenario: Scenario {
         let keys = Counter()
         let start = Measure.now()
         let processorStart = Measure.processorSeconds()
+        let coordinator = Coordinator(store: store, name: "durability")
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-            for _ in 0..<writers {
+            for writer in 0..<writers {
+                if path == .context {
+                    let context = ObjectContext(coordinator: coordinator, executor: .privateQueue("durability.writer\(writer)", priority: .utility),
+                                                name: "writer")
+                    group.addTask {
+                        try await context.perform { context in
+                            var latencies: [Double] = []
+                            latencies.reserveCapacity(perWriter)
+                            for _ in 0..<perWriter {
+                                let key = keys.next()
+                                let artist = context.insert(entity: "Artist")
+                                try artist.setValue(.int(Int64(key)), forKey: "artistID")
+                                try artist.setValue(.string("Artist \(key)"), forKey: "name")
+                                let begin = Measure.now()
+                                try await context.save()
+                                latencies.append(Measure.seconds(since: begin))
+                            }
+                            return latencies
+                        }
+                    }
+                    continue
+                }
                 group.addTask {
                     var latencies: [Double] = []
                     latencies.reserveCapacity(perWriter)

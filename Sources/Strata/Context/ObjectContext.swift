@@ -325,11 +325,12 @@ extension ObjectContext {
             }
         } else {
             let changes = capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin)
-            // A private-queue context commits on its own queue, at its priority; a main-actor
-            // context leaves the work to the global executor, off the main actor.
+            // A private-queue context commits on its own queue, at its priority, and may block
+            // it to write its transaction itself; a main-actor context leaves the work to the
+            // global executor, off the main actor.
             let result = link.executor == .main
                 ? try await link.coordinator.commit(changes)
-                : try await link.coordinator.commitOnCallersExecutor(changes)
+                : try await link.coordinator.commitOnCallersExecutor(changes, mayBlock: true)
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)

@@ -56,13 +56,13 @@ public actor Coordinator {
     /// Commits a change set to the store (see ``Store/commit(_:)``) and posts it on ``didSave()``.
     @discardableResult
     public nonisolated func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
-        try await commitOnCallersExecutor(changes)
+        try await commitOnCallersExecutor(changes, mayBlock: false)
     }
 
     /// ``commit(_:)`` with its processor work done on the caller's executor (see
-    /// ``Store/commitOnCallersExecutor(_:)``).
-    nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
-        let result = try await store.commitOnCallersExecutor(changes)
+    /// ``Store/commitOnCallersExecutor(_:mayBlock:)``).
+    nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet, mayBlock: Bool) async throws(StoreError) -> CommitResult {
+        let result = try await store.commitOnCallersExecutor(changes, mayBlock: mayBlock)
         if let notification = result.notification { saves.yield(notification) }
         return result
     }

@@ -65,6 +65,8 @@ public final class Journal: Sendable {
         public var writes = 0
         /// File `fsync`s issued for appends.
         public var syncs = 0
+        /// Of the `write` batches, those an appender wrote itself (see ``Journal/writeAsLeader()``).
+        public var writesByAppenders = 0
         /// Bytes appended.
         public var bytes: Int64 = 0
         /// Segments started.
@@ -224,7 +226,16 @@ public final class Journal: Sendable {
     /// Queues a transaction; `validated` says the caller has already checked it against the
     /// schema with ``RecordCodec/validate(_:)`` (the store does, before applying it), so it
     /// is only encoded.
-    func enqueue(_ record: TransactionRecord, validated: Bool) throws(StoreError) {
+    ///
+    /// With `mayLead`, a caller whose thread may block (a private queue's, never the
+    /// cooperative pool's) offers to write the batch itself: when the writer is idle and the
+    /// journal's appends have lately come one at a time, `enqueue` starts no writer and
+    /// returns `true`, and the caller must then call ``writeAsLeader()`` (after releasing
+    /// any lock of its own). A lone appender thus pays no thread wake-up to the writer and
+    /// none back; appends that share syncs keep going through the writer's queue, which
+    /// gathers them.
+    @discardableResult
+    func enqueue(_ record: TransactionRecord, validated: Bool, mayLead: Bool = false) throws(StoreError) -> Bool {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
@@ -248,7 +259,7 @@ public final class Journal: Sendable {
                              "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
                              transaction: record.number)
         }
-        let startWriter = try state.withLock { (s) throws(StoreError) -> Bool in
+        let role = try state.withLock { (s) throws(StoreError) -> WriterRole in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
             guard record.number == s.lastEnqueued + 1 else {
@@ -267,20 +278,42 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = record.number }
-            guard !s.writerScheduled else { return false }
+            guard !s.writerScheduled else { return .running }
             s.writerScheduled = true
-            s.pollWhenIdle = s.recentBatchCounts.contains { $0 > 1 }
-                && DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
-            return true
+            let shared = s.recentBatchCounts.contains { $0 > 1 }
+            if mayLead, !shared, configuration.durability != .none { return .leader }
+            s.pollWhenIdle = shared && DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
+            return .started
         }
         arrivals.add(1, ordering: .releasing)
-        if startWriter { writerQueue.async { self.runWriter() } }
+        if role == .started { writerQueue.async { self.runWriter() } }
+        return role == .leader
+    }
+
+    /// Who writes the transaction `enqueue` just queued.
+    private enum WriterRole {
+        /// The writer was already scheduled: it will.
+        case running
+        /// The writer queue, just started.
+        case started
+        /// The caller, in ``writeAsLeader()``.
+        case leader
+    }
+
+    /// Writes (and under `.full` syncs) what is pending on the calling thread, as the
+    /// writer: called once after an ``enqueue(_:validated:mayLead:)`` that returned `true`.
+    /// It runs through the writer's queue — `sync` on an idle serial queue runs the block on
+    /// the calling thread — so the writer's work stays serial. Transactions that arrive
+    /// while it syncs are handed to the writer's queue afterwards; the caller does not
+    /// write for others.
+    func writeAsLeader() {
+        writerQueue.sync { self.runWriter(leading: true) }
     }
 
     /// Waits until the transaction numbered `number` is durable under the journal's
     /// ``Durability`` (immediately for one already durable).
     /// - Throws: ``StoreError/Code/poisoned`` if a write or sync failed before it was durable.
-    public func waitUntilDurable(_ number: UInt64) async throws(StoreError) {
+    nonisolated(nonsending) public func waitUntilDurable(_ number: UInt64) async throws(StoreError) {
         // Already durable (always so under `.none`): no suspension.
         if state.withLock({ $0.lastDurable >= number }) { return }
         do {
@@ -388,12 +421,18 @@ public final class Journal: Sendable {
     }
 
     /// Writes pending transactions in batches until none are left. Runs on the writer queue.
-    private func runWriter() {
-        var mayPoll = true
+    /// `leading`: on a leading appender's thread (see ``writeAsLeader()``), which writes one
+    /// batch, then hands anything more to the queue.
+    private func runWriter(leading: Bool = false) {
+        var mayPoll = !leading
+        var wrote = false
         while true {
-            gatherGroup()
+            if !leading { gatherGroup() }
             let step = state.withLock { s -> WriterStep in
                 let roll = !s.rollWaiters.isEmpty
+                if leading, wrote, s.failure == nil, s.pending.count > 0 || roll {
+                    return .handOff  // `writerScheduled` stays set: the queue takes over
+                }
                 guard s.failure == nil, let current = s.current, s.pending.count > 0 || roll else {
                     if mayPoll, s.pollWhenIdle, s.failure == nil, s.current != nil {
                         return .poll(arrivals.load(ordering: .acquiring))
@@ -412,6 +451,9 @@ public final class Journal: Sendable {
             switch step {
             case .idle:
                 return
+            case .handOff:
+                writerQueue.async { self.runWriter() }
+                return
             case .poll(let seen):
                 let arrived = pollForWork(after: seen, until: DispatchTime.now().uptimeNanoseconds + Self.idlePollNanoseconds) != nil
                 // After a fruitless poll the writer goes idle at its next look; the next
@@ -419,10 +461,12 @@ public final class Journal: Sendable {
                 if !arrived { state.withLock { $0.pollWhenIdle = false } }
                 mayPoll = arrived
             case .write(let batch, let last, let count, var current, let rolling):
-                mayPoll = true
+                mayPoll = !leading
+                wrote = true
                 do throws(StoreError) {
                     if batch.count > 0 {
                         try write(batch, count: count, through: last, to: &current)
+                        if leading { state.withLock { $0.statistics.writesByAppenders += 1 } }
                         var spent = batch
                         if spent.capacity <= Self.largestPooledBuffer {
                             spent.removeAll()
@@ -451,6 +495,8 @@ public final class Journal: Sendable {
         case idle
         /// Nothing pending, but an append is likely soon: poll for it (`arrivals` was this).
         case poll(UInt64)
+        /// A leading appender has written its batch; more is pending: the queue takes it.
+        case handOff
         /// Write (and sync) this batch, and start a new segment if asked or full.
         case write(batch: ByteWriter, last: UInt64, count: Int, current: CurrentSegment, roll: Bool)
     }

@@ -15,13 +15,18 @@ extension Store {
     ///   `invalidTransaction` naming the object and key; `poisoned`, `closed`, `readOnly`.
     @discardableResult
     public func commit(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
-        try await commitOnCallersExecutor(changes)
+        try await commitOnCallersExecutor(changes, mayBlock: false)
     }
 
     /// ``commit(_:)``, with its processor work (conflicts, constraints, encoding) done on
     /// the caller's executor rather than the global one: a context on a private queue
     /// commits at its queue's priority (``ContextPriority``).
-    nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet) async throws(StoreError) -> CommitResult {
+    ///
+    /// `mayBlock`: the caller's thread may block on I/O (a private queue's; never the
+    /// cooperative pool's or the main actor's). Then a lone committer writes and syncs its
+    /// transaction itself instead of waking the journal's writer and waiting to be woken
+    /// (see ``Journal/writeAsLeader()``).
+    nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet, mayBlock: Bool) async throws(StoreError) -> CommitResult {
         guard !changes.isEmpty else {
             let generation = currentGeneration
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [], notification: nil)
@@ -30,12 +35,12 @@ extension Store {
         // A poisoned or closed journal refuses every commit as such, before conflicts are
         // looked for against transactions that were never made durable.
         try journal.checkAccepting()
-        let (notification, generation, resolved) = try commitState.withLock {
-            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict]) in
+        let (notification, generation, resolved, lead) = try commitState.withLock {
+            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Bool) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
             let record = try plan.record(number: s.head.transaction + 1, codec: journal.codec)
             // The merge policy may have dropped every change: then there is nothing to commit.
-            if record.isEmpty { return (nil, s.head, plan.resolved) }
+            if record.isEmpty { return (nil, s.head, plan.resolved, false) }
             var next = s.head
             next.applyValidated(record)
             // The importer checks these constraints line by line as it stages (and names the
@@ -46,15 +51,17 @@ extension Store {
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
             pending.withLock { $0.append((next, notification)) }
+            let lead: Bool
             do throws(StoreError) {
-                try journal.enqueue(record, validated: true)  // `plan.record` validated it
+                lead = try journal.enqueue(record, validated: true, mayLead: mayBlock)  // `plan.record` validated it
             } catch {
                 pending.withLock { _ = $0.popLast() }
                 throw error
             }
             s.head = next
-            return (notification, next, plan.resolved)
+            return (notification, next, plan.resolved, lead)
         }
+        if lead { journal.writeAsLeader() }  // outside the commit lock: others commit meanwhile
         guard let notification else {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }

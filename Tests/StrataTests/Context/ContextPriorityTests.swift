@@ -56,4 +56,28 @@ private func currentNiceness() -> Int32 {
         if let writer = stack.writerContext { #expect(writer.executor == .privateQueue("strata.stack.writer", priority: .utility)) }
         await store.close()
     }
+
+    @Test("a private-queue context saving alone writes its transactions itself; a main-actor context leaves it to the writer",
+          arguments: [Tier.root, .mainRoot])
+    func savesWrittenBySaver(tier: Tier) async throws {
+        let fixture = try ContextFixture(tier, durability: .full)
+        defer { fixture.directory.remove() }
+        let saves = 12
+        try await withTimeout(60, "\(saves) saves") {
+            for n in 0..<saves {
+                try await fixture.context.perform { context in
+                    let artist = context.insert(Artist.self)
+                    artist.artistID = n
+                    try await context.save()
+                }
+            }
+        }
+        let statistics = fixture.store.journal.statistics
+        #expect(statistics.syncs == saves, "one sync per save: \(statistics)")
+        #expect(statistics.writesByAppenders == (tier == .root ? saves : 0), "\(statistics)")
+        await fixture.store.close()
+        let reopened = try Store.open(at: fixture.store.journal.path)
+        #expect(reopened.currentGeneration.count(of: "Artist") == saves)
+        await reopened.close()
+    }
 }

@@ -127,17 +127,20 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: jsonPath) }
         let result = try await run(["durability", "--objects", "40", "--runs", "2", "--json", jsonPath])
         #expect(result.status == 0, "\(result.errors)")
-        #expect(result.output.contains("→ group commit: 4 writers at .full make"))
+        #expect(result.output.contains("→ context saves: 4 writers at .full make"))
+        #expect(result.output.contains("; store commits: 4 writers at .full make"))
         let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
-        #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")" }
-                == ["full/1", "full/4", "relaxed/1", "relaxed/4", "none/1", "none/4", "raw append+fsync/1"])
+        #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")/\($0["saves"] ?? "-")" }
+                == ["full/1/context", "full/4/context", "relaxed/1/context", "relaxed/4/context", "none/1/context", "none/4/context",
+                    "full/1/store commit", "full/4/store commit", "raw append+fsync/1/-"])
         for row in results {
             #expect(row["savesPerSecond"] is NSNumber && row["fsyncsPerSave"] is NSNumber, "\(row)")
             #expect((row["latencyMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "p99"], "\(row)")
         }
-        for row in results.prefix(6) { #expect((row["processorMicrosecondsPerSave"] as? Double ?? 0) > 0, "\(row)") }
-        // One writer syncs once per save; without syncs nothing is synced at all.
-        #expect(results[0]["fsyncsPerSave"] as? Double == 1)
+        for row in results.prefix(8) { #expect((row["processorMicrosecondsPerSave"] as? Double ?? 0) > 0, "\(row)") }
+        // One writer syncs once per save, whether it writes its own transaction (a context
+        // save) or the journal's writer does (a store commit); without syncs nothing is synced.
+        #expect(results[0]["fsyncsPerSave"] as? Double == 1 && results[6]["fsyncsPerSave"] as? Double == 1)
         #expect(results[2]["fsyncsPerSave"] as? Double == 0 && results[4]["fsyncsPerSave"] as? Double == 0)
     }
 

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import Strata
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An appender whose thread may block can write its own transaction: when the writer is
+/// idle and appends have been coming one at a time, it writes and syncs on its own thread
+/// (no wake-up of the writer's queue and none back). Once appends share batches, they go
+/// through the writer's queue again, which gathers them.
+@Suite struct LeadingWriterTests {
+    typealias Rig = PoisonTests.Rig
+    static var history: History { PoisonTests.history }
+
+    /// Appends as a leading appender: enqueue offering to lead, and write if asked to.
+    /// Returns whether it led.
+    @discardableResult
+    static func leadingAppend(_ journal: Journal, _ number: UInt64) throws -> Bool {
+        let lead = try journal.enqueue(history.record(number), validated: false, mayLead: true)
+        if lead { journal.writeAsLeader() }
+        return lead
+    }
+
+    /// Marks the calling thread, so that a file hook can tell whether it runs there.
+    static let marker = "strata.test.leader"
+
+    @Test("a lone appender writes and syncs each of its transactions itself, durable when it returns")
+    func loneAppender() async throws {
+        let onLeader = Locked((syncs: 0, elsewhere: 0))
+        let memory = InMemoryFileIO()
+        let checker = IOOrderingChecker(wrapping: memory)
+        let hooked = HookedFileIO(wrapping: checker) { call in
+            guard call == .sync else { return }
+            let here = Thread.current.threadDictionary[LeadingWriterTests.marker] != nil
+            onLeader.withLock { if here { $0.syncs += 1 } else { $0.elsewhere += 1 } }
+        }
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(fileIO: hooked) {
+            checker.noteAcknowledged(path: $0, durableThrough: $1)
+        })
+        let syncsBefore = journal.statistics.syncs
+        let count = UInt64(Self.history.count)
+        let appends = try await onOwnThread { () throws -> [(led: Bool, durable: UInt64)] in
+            Thread.current.threadDictionary[Self.marker] = true
+            return try (1...count).map { number in (try Self.leadingAppend(journal, number), journal.lastDurableTransaction) }
+        }
+        let leds = appends.map { $0.led }, durable = appends.map { $0.durable }
+        #expect(!leds.contains(false), "every append led: \(leds)")
+        // Durable when the leader returns: no wait, no other thread.
+        #expect(durable == Array(1...count))
+        #expect(journal.statistics.syncs - syncsBefore == Int(count))
+        #expect(journal.statistics.writesByAppenders == Int(count))
+        #expect(onLeader.withLock { $0.syncs } == Int(count), "every append's sync ran on the appender's thread")
+        await journal.close()
+        #expect(checker.violations.isEmpty, "\(checker.violations)")
+        #expect(try await recover(memory.crashed(seed: 1, mode: .powerLoss)).state == Self.history.model(count))
+    }
+
+    @Test("appends arriving while a leader syncs go to the writer's queue, and shared batches stop leading")
+    func handOffAndGroups() async throws {
+        let rig = try Rig()
+        let journal = rig.journal
+        let syncsBefore = journal.statistics.syncs
+        rig.gate.hold(sync: rig.gate.syncs)
+        let leader = Task { try await onOwnThread { try Self.leadingAppend(journal, 1) } }
+        try #require(await eventually { rig.gate.isHolding })
+        // The writer is busy (in the leader's hands): these neither lead nor start it.
+        #expect(try journal.enqueue(Self.history.record(2), validated: false, mayLead: true) == false)
+        #expect(try journal.enqueue(Self.history.record(3), validated: false, mayLead: true) == false)
+        rig.gate.releaseHeld()
+        #expect(try await leader.value, "the first append led")
+        #expect(journal.lastDurableTransaction >= 1)
+        // The leader wrote only its own batch; the writer's queue took 2 and 3 together.
+        try await withTimeout(30, "transactions 2 and 3") { try await journal.waitUntilDurable(3) }
+        #expect(journal.statistics.syncs - syncsBefore == 2, "\(journal.statistics)")
+        #expect(journal.statistics.writesByAppenders == 1)
+        // Appends have shared a batch lately, so the next one goes through the queue too.
+        await rig.settle()
+        #expect(try journal.enqueue(Self.history.record(4), validated: false, mayLead: true) == false)
+        try await withTimeout(30, "transaction 4") { try await journal.waitUntilDurable(4) }
+        await journal.close()
+        #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
+        try await PoisonTests.expectReopen(rig.memory, acked: 4, written: 4)
+    }
+
+    @Test("a leader whose sync fails poisons the journal: it, and everything after, is refused")
+    func leaderSyncFails() async throws {
+        let rig = try Rig()
+        let journal = rig.journal
+        try await onOwnThread { for number in UInt64(1)...3 { try Self.leadingAppend(journal, number) } }
+        rig.faults.inject(.init(callIndex: rig.faults.callCount(of: .sync), kind: .error(EIO), persistence: .once, operations: [.sync]))
+        #expect(try await onOwnThread { try Self.leadingAppend(journal, 4) }, "it led")
+        let waited = await #expect(throws: StoreError.self) { try await journal.waitUntilDurable(4) }
+        #expect(waited?.code == .poisoned)
+        #expect(journal.lastDurableTransaction == 3)
+        await PoisonTests.expectRefusal(journal, next: 5)
+        await journal.close()
+        try await PoisonTests.expectReopen(rig.memory, acked: 3, written: 4)
+    }
+
+    @Test("under .none nobody leads: appends are acknowledged at once and written behind")
+    func noneNeverLeads() async throws {
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(durability: .none, fileIO: InMemoryFileIO()))
+        let led = try await onOwnThread { try (UInt64(1)...5).map { try Self.leadingAppend(journal, $0) } }
+        #expect(led == [false, false, false, false, false])
+        await journal.close()
+    }
+}
