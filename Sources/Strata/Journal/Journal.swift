@@ -363,6 +363,19 @@ public final class Journal: Sendable {
         try await waitUntilDurable(record.number)
     }
 
+    /// Enqueues a transaction and waits until it is durable, on the caller's executor.
+    ///
+    /// With `callerMayBlock` — the caller runs on a thread that may block on I/O: a private
+    /// serial queue's executor, a thread of its own; never the cooperative pool or the main
+    /// actor — an append that finds the writer idle, with appends lately coming one at a
+    /// time, writes and syncs its transaction on the caller's thread instead of waking the
+    /// writer's queue and waiting to be woken. Appends that share syncs still go through the
+    /// writer's queue, which gathers them.
+    nonisolated(nonsending) public func append(_ record: TransactionRecord, callerMayBlock: Bool) async throws(StoreError) {
+        if try enqueue(record, validated: false, mayLead: callerMayBlock) { writeAsLeader() }
+        try await waitUntilDurable(record.number)
+    }
+
     /// Throws `closed` or `poisoned` if the journal accepts no more appends (cheap; lets a
     /// caller refuse early, before work that assumes the append can happen).
     func checkAccepting() throws(StoreError) {
