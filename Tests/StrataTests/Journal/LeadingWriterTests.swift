@@ -66,13 +66,15 @@ import Darwin
         let journal = rig.journal
         let syncsBefore = journal.statistics.syncs
         rig.gate.hold(sync: rig.gate.syncs)
-        let leader = Task { try await onOwnThread { try Self.leadingAppend(journal, 1) } }
+        // On a thread of its own, started here: a task could wait for a pool thread while
+        // other tests hold them.
+        let leader = BlockingCall { try Self.leadingAppend(journal, 1) }
         try #require(await eventually { rig.gate.isHolding })
         // The writer is busy (in the leader's hands): these neither lead nor start it.
         #expect(try journal.enqueue(Self.history.record(2), validated: false, mayLead: true) == false)
         #expect(try journal.enqueue(Self.history.record(3), validated: false, mayLead: true) == false)
         rig.gate.releaseHeld()
-        #expect(try await leader.value, "the first append led")
+        #expect(try await leader.result(within: 30), "the first append led")
         #expect(journal.lastDurableTransaction >= 1)
         // The leader wrote only its own batch; the writer's queue took 2 and 3 together.
         try await withTimeout(30, "transactions 2 and 3") { try await journal.waitUntilDurable(3) }
@@ -108,5 +110,43 @@ import Darwin
         let led = try await onOwnThread { try (UInt64(1)...5).map { try Self.leadingAppend(journal, $0) } }
         #expect(led == [false, false, false, false, false])
         await journal.close()
+    }
+
+    @Test("append(_:callerMayBlock:) writes a lone caller's transactions itself, and only when the caller may block",
+          arguments: [true, false])
+    func publicAppend(callerMayBlock: Bool) async throws {
+        let memory = InMemoryFileIO()
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(fileIO: memory))
+        for number in UInt64(1)...10 {
+            try await journal.append(Self.history.record(number), callerMayBlock: callerMayBlock)
+            #expect(journal.lastDurableTransaction == number)
+        }
+        #expect(journal.statistics.writesByAppenders == (callerMayBlock ? 10 : 0))
+        #expect(journal.statistics.syncs == 10)
+        await journal.close()
+        let recovered = try await recover(memory.crashed(seed: 3, mode: .powerLoss))
+        #expect(recovered.state == Self.history.model(10))
+    }
+}
+
+/// A blocking call started at once on a thread of its own, whose result is awaited later.
+final class BlockingCall<T: Sendable>: Sendable {
+    private let outcome = Locked<Result<T, any Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        Thread { [outcome, done] in
+            let result = Result { try body() }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.start()
+    }
+
+    /// The call's result; throws ``TimedOut`` if it has not returned after `seconds`.
+    func result(within seconds: Double) async throws -> T {
+        let limit = seconds * Double(TestTiming.slowdown)
+        let finished = try await onOwnThread { [done] in done.wait(timeout: .now() + limit) == .success }
+        guard finished, let result = outcome.withLock({ $0 }) else { throw TimedOut(what: "a blocking call", seconds: limit) }
+        return try result.get()
     }
 }
