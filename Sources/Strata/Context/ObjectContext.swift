@@ -3,8 +3,8 @@
 /// saved to a parent (a ``Coordinator``, or another context) or thrown away.
 ///
 /// A context is an actor. Its executor is either the main actor's (`.main`, for UI code) or
-/// its own serial queue (`.privateQueue(label)`, at a ``ContextPriority``); its objects live in its isolation and the
-/// compiler keeps them there. Work goes through ``perform(_:)`` from anywhere, or
+/// its own serial queue (`.privateQueue(label)`, at a ``ContextPriority``); its objects live
+/// in its isolation and the compiler keeps them there. Work goes through ``perform(_:)`` from anywhere, or
 /// ``performAndWait(_:)`` synchronously from `@MainActor` code for a `.main` context:
 ///
 /// ```swift

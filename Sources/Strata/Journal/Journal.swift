@@ -65,7 +65,7 @@ public final class Journal: Sendable {
         public var writes = 0
         /// File `fsync`s issued for appends.
         public var syncs = 0
-        /// Of the `write` batches, those an appender wrote itself (see ``Journal/writeAsLeader()``).
+        /// Of the `write` batches, those an appender wrote itself (see ``Journal/append(_:callerMayBlock:)``).
         public var writesByAppenders = 0
         /// Bytes appended.
         public var bytes: Int64 = 0
