@@ -26,6 +26,7 @@ struct DurabilityScenario: Scenario {
         var bytesPerSave = 0.0
         var raw: [Double] = []
         var storeCommits: [Int: [Outcome]] = [:]
+        let ticksAtStart = Measure.processorTicks()
         for durability in [Durability.full, .relaxed, .none] {
             progress("durability: \(durability.rawValue), 1 and 4 writers, \(saves) saves × \(options.runs) runs")
             var outcomes: [Int: [Outcome]] = [:]
@@ -76,8 +77,9 @@ struct DurabilityScenario: Scenario {
             return "\(what): 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
                 + "one takes \(format(latencyRatio))× a raw append+fsync of its bytes at p50 (target ≤ 1.3×: \(latencyRatio <= 1.3 ? "holds" : "missed"))"
         }
+        let steal = Measure.stealPercent(from: ticksAtStart, to: Measure.processorTicks()).map { "; host steal \(format($0))% during the scenario" } ?? ""
         let verdict = verdict("context saves", rates: fullRates, singleP50: fullSingleP50) + "; "
-            + verdict("store commits", rates: storeRates, singleP50: storeSingleP50)
+            + verdict("store commits", rates: storeRates, singleP50: storeSingleP50) + steal
         return ScenarioReport(scenario: name, objects: saves, saveEvery: 1, runs: options.runs, results: results, table: table, verdict: verdict)
     }
 

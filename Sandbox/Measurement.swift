@@ -36,6 +36,26 @@ enum Measure {
         return nil
     }
 
+    /// The machine's processor time so far, and how much of it the hypervisor gave to other
+    /// guests ("steal"), in clock ticks, from the first line of `/proc/stat`; `nil` where
+    /// there is no such file.
+    static func processorTicks() -> (total: UInt64, steal: UInt64)? {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return nil }
+        // user nice system idle iowait irq softirq steal (guest time is counted in user).
+        let fields = line.split(separator: " ").dropFirst().prefix(8).compactMap { UInt64($0) }
+        guard fields.count == 8 else { return nil }
+        return (fields.reduce(0, +), fields[7])
+    }
+
+    /// The share of the machine's processor time stolen by the hypervisor between two
+    /// ``processorTicks()`` readings, in percent.
+    static func stealPercent(from start: (total: UInt64, steal: UInt64)?, to end: (total: UInt64, steal: UInt64)?) -> Double? {
+        guard let start, let end, end.total > start.total else { return nil }
+        return Double(end.steal - start.steal) / Double(end.total - start.total) * 100
+    }
+
     /// Total size of the files in a directory.
     static func directorySize(_ path: String) -> Int64 {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []

@@ -114,7 +114,15 @@ import Testing
             #expect((stack["visibleAfterMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "max"])
             #expect((stack["durableAfterMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "max"])
             #expect((stack["importSeconds"] as? Double ?? 0) > 0)
+            #if os(Linux)
+            // The hypervisor's share of the processors during the import, from /proc/stat.
+            let steal = try #require(stack["hostStealPercent"] as? Double, "\(stack["stack"] ?? "?"): hostStealPercent")
+            #expect((0...100).contains(steal))
+            #endif
         }
+        #if os(Linux)
+        #expect(result.output.contains("% during the import)"), "the verdict says how much the host stole")
+        #endif
         let html = try String(contentsOfFile: htmlPath, encoding: .utf8)
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg") && html.contains("<polyline"), "a lateness chart")
