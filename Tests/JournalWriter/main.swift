@@ -2,10 +2,12 @@
 //
 // Usage:
 //   strata-journal-writer write STORE --seed N --count N [--durability full|relaxed]
-//                         [--compact-every N] [--window N] [--create]
+//                         [--compact-every N] [--window N] [--create] [--lead]
 //       Opens the store for writing (creates it with the workload's schema first with
 //       --create) and appends the next --count transactions of ProcessWorkload for --seed,
-//       keeping up to --window (default 1) enqueued but not yet acknowledged. Prints
+//       keeping up to --window (default 1) enqueued but not yet acknowledged; with --lead,
+//       one at a time through append(_:callerMayBlock: true), so that each append writes
+//       and syncs its own transaction. Prints
 //         open S          once the store is open at transaction S
 //         issue N        before transaction N is enqueued
 //         ack N          after transaction N is durable (waitUntilDurable returned)
@@ -69,7 +71,7 @@ struct Options {
     init(_ arguments: ArraySlice<String>) {
         var rest = arguments
         while let argument = rest.popFirst() {
-            if argument == "--create" {
+            if argument == "--create" || argument == "--lead" {
                 flags.insert(argument)
             } else if argument.hasPrefix("--"), let value = rest.popFirst() {
                 values[argument] = value
@@ -142,9 +144,17 @@ func runWrite(store: String, options: Options, output: Output) async {
             let record = ProcessWorkload.transaction(n, seed: seed)
             try model.apply(record)
             output.line("issue \(n)")
-            try journal.enqueue(record)
-            inFlight.append(n)
-            try await acknowledge(upTo: window - 1)
+            if options.flags.contains("--lead") {
+                // The appender writes its own batch. (Here on the cooperative pool, which
+                // nothing else in this process needs meanwhile; a library caller would be
+                // on a private queue.)
+                try await journal.append(record, callerMayBlock: true)
+                output.line("ack \(n)")
+            } else {
+                try journal.enqueue(record)
+                inFlight.append(n)
+                try await acknowledge(upTo: window - 1)
+            }
             if compactEvery > 0 && n % compactEvery == 0 {
                 try await acknowledge(upTo: 0)
                 output.line("compacting \(n)")

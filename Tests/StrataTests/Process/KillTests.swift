@@ -62,6 +62,9 @@ import Testing
         var trigger: Trigger
         /// Verify with a read-only open, leaving any torn tail for the next writer to recover.
         var verifyReadOnly: Bool
+        /// Appends one at a time, each writing and syncing its own transaction (`--lead`;
+        /// the window does not apply).
+        var lead = false
 
         static func random(using rng: inout SeededGenerator) -> Plan {
             let durability: Durability = Bool.random(using: &rng) ? .full : .relaxed
@@ -76,11 +79,12 @@ import Testing
             // Now and then a writer runs out of work before its trigger and closes cleanly.
             let count = Int.random(in: 0..<8, using: &rng) == 0 ? 4 : 30
             return Plan(durability: durability, window: Int.random(in: 1...4, using: &rng), compactEvery: compactEvery,
-                        count: count, trigger: trigger, verifyReadOnly: Int.random(in: 0..<3, using: &rng) == 0)
+                        count: count, trigger: trigger, verifyReadOnly: Int.random(in: 0..<3, using: &rng) == 0,
+                        lead: Int.random(in: 0..<4, using: &rng) == 0)
         }
 
         var description: String {
-            "\(count) saves, \(durability), window \(window), compact every \(compactEvery), kill \(trigger)\(verifyReadOnly ? ", read-only check" : "")"
+            "\(count) saves, \(durability), \(lead ? "leading appends" : "window \(window)"), compact every \(compactEvery), kill \(trigger)\(verifyReadOnly ? ", read-only check" : "")"
         }
     }
 
@@ -102,6 +106,7 @@ import Testing
                          "--durability", plan.durability.rawValue, "--window", String(plan.window),
                          "--compact-every", String(plan.compactEvery)]
         if create { arguments.append("--create") }
+        if plan.lead { arguments.append("--lead") }
         let started = ContinuousClock.now
         let child = try ChildProcess(arguments)
         var outcome = Outcome()
@@ -207,6 +212,7 @@ import Testing
         var committed: UInt64 = 0
         var kills = 0, killsInCompaction = 0, finished = 0, tornTails = 0, unacknowledgedKept = 0
         var durabilities: Set<Durability> = []
+        var leadingKills = 0
 
         for iteration in 0..<Self.iterations {
             var plan = Plan.random(using: &rng)
@@ -219,6 +225,7 @@ import Testing
             try #require(outcome.fatal == nil, "the writer failed: \(outcome.fatal ?? "") (\(context))")
             if outcome.killed {
                 kills += 1
+                if plan.lead { leadingKills += 1 }
                 #expect(outcome.exit.reason == .uncaughtSignal && outcome.exit.status == SIGKILL, "\(context)")
             } else {
                 finished += 1
@@ -251,9 +258,12 @@ import Testing
             committed = p
         }
         #expect(kills > 0)
-        if Self.iterations >= 20 { #expect(durabilities == [.full, .relaxed]) }
+        if Self.iterations >= 20 {
+            #expect(durabilities == [.full, .relaxed])
+            #expect(leadingKills > 0, "some writers were killed while appending their own batches")
+        }
         print("""
-            kill -9 test (seed \(seed)): \(Self.iterations) iterations, \(kills) kills (\(killsInCompaction) during compaction), \
+            kill -9 test (seed \(seed)): \(Self.iterations) iterations, \(kills) kills (\(killsInCompaction) during compaction, \(leadingKills) of leading appenders), \
             \(finished) writers finished, \(unacknowledgedKept) times unacknowledged transactions kept, \
             \(tornTails) torn tails recovered, \(committed) transactions committed
             """)
