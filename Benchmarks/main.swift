@@ -25,6 +25,7 @@ let journalGroups: [Group] = [
 let contextGroups: [Group] = [
     Group(name: InsertSave.name) { try await InsertSave.run($0) },
     Group(name: ChildSave.name) { try await ChildSave.run($0) },
+    Group(name: SmallSave.name) { try await SmallSave.run($0) },
     Group(name: Merge.name) { try await Merge.run($0) },
 ]
 

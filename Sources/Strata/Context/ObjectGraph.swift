@@ -29,11 +29,15 @@ final class ObjectGraph {
     var pendingNotification = ObjectsDidChange()
     /// This context's pending changes as published to its children.
     private(set) var layer: PendingLayer
+    /// The layer of a context with no pending changes.
+    private let emptyLayer: PendingLayer
     /// Unique values set in this context (entity → value → object); may be stale, checked on use.
     private var pendingUniques: [Int: [Value: ObjectID]] = [:]
     private var isTornDown = false
     /// While a typed predicate's key path is read on a probe: the keys read, in order.
     var recordedKeys: [String]?
+    /// The entity of each model class registered with ``register(_:)``.
+    private var registeredClasses: [ObjectIdentifier: Int] = [:]
     /// Probe objects (object number 0) by entity, for naming typed key paths.
     private var probes: [Int: ManagedObject] = [:]
     /// Live results in this context, told about every turn's changes.
@@ -62,6 +66,7 @@ final class ObjectGraph {
             }
         }
         layer = PendingLayer(schema: schema)
+        emptyLayer = layer
         emptyRows = schema.entities.map { entity in
             (0..<entity.propertyCount).map { index in
                 switch entity.property(at: index) {
@@ -124,11 +129,15 @@ final class ObjectGraph {
     }
 
     func register(_ type: ManagedObject.Type) -> Int {
+        // Known classes are found by identity: `entityName` makes a string (from the type's
+        // name, unless overridden) each time it is asked.
+        if let entity = registeredClasses[ObjectIdentifier(type)] { return entity }
         let entity = entityIndex(named: type.entityName)
         if let existing = modelClass(for: entity), existing != type {
             preconditionFailure("entity \"\(type.entityName)\" is already modelled by \(existing) in this context; one class per entity")
         }
         classes[entity] = type
+        registeredClasses[ObjectIdentifier(type)] = entity
         return entity
     }
 
@@ -460,6 +469,13 @@ final class ObjectGraph {
     /// call, and returns it.
     func updateLayer() -> PendingLayer {
         guard !unpublished.isEmpty else { return layer }
+        if !hasChanges {
+            // Nothing is pending (as after a save or a rollback): the layer is empty, whatever
+            // it held — taken whole instead of removing each published row and unique value.
+            layer = emptyLayer
+            unpublished = []
+            return layer
+        }
         for id in unpublished {
             let entity = entityIndex(named: id.entity)
             let number = id.number

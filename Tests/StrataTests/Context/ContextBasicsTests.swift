@@ -281,6 +281,59 @@ import Testing
         await f.close()
     }
 
+    @Test("a child reads its parent's pending changes, and the store's rows once the parent saved or rolled back")
+    func childSeesParentsPendingLayer() async throws {
+        let f = try ContextFixture(.root)
+        let parent = f.context
+        /// What a new child of the parent sees: every artist's key and name.
+        func seen() async throws -> [String] {
+            let child = ObjectContext(parent: parent, name: "child")
+            return try await child.perform { c in
+                try c.fetch(Artist.self, sortedBy: [SortKey("artistID")]).map { "\($0.artistID) \($0.name ?? "-")" }
+            }
+        }
+        await parent.perform { c in
+            let a = c.insert(Artist.self)
+            a.artistID = 1
+            a.name = "pending"
+        }
+        #expect(try await seen() == ["1 pending"])
+        await parent.perform { c in c.rollback() }
+        #expect(try await seen() == [], "rolled back: nothing pending, nothing stored")
+        await parent.perform { c in
+            let a = c.insert(Artist.self)
+            a.artistID = 2
+            a.name = "saved"
+        }
+        try await parent.save()
+        #expect(try await seen() == ["2 saved"], "from the store, once")
+        await parent.perform { c in
+            let a = try! #require(c.fetch(Artist.self).first)
+            a.name = "edited"
+            let b = c.insert(Artist.self)
+            b.artistID = 3
+            b.name = "new"
+        }
+        #expect(try await seen() == ["2 edited", "3 new"])
+        try await parent.save()
+        #expect(try await seen() == ["2 edited", "3 new"])
+        await parent.perform { c in
+            for artist in try! c.fetch(Artist.self) { artist.name = "dropped" }
+            c.rollback()
+        }
+        #expect(try await seen() == ["2 edited", "3 new"])
+        // A child's save lands in the parent's pending changes, beside the saved rows.
+        let child = ObjectContext(parent: parent, name: "child")
+        await child.perform { c in
+            let a = c.insert(Artist.self)
+            a.artistID = 4
+            a.name = "child's"
+        }
+        try await child.save()
+        #expect(try await seen() == ["2 edited", "3 new", "4 child's"])
+        await f.close()
+    }
+
     @Test("a main context works synchronously from the main actor")
     @MainActor func mainContext() async throws {
         let f = try ContextFixture(.mainRoot)
