@@ -1,19 +1,13 @@
 import Strata
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Many small saves from one private-queue context: each inserts one item and saves it to
 /// the store, all in one `perform` (so no hop between saves). At durability `.none` the
 /// figure is the library's own cost of a save — capture, validation, the commit, the
 /// context's bookkeeping and notifications — without the disk; at `.full`, with one `fsync`
 /// each, written by the saving context itself.
 ///
-/// Reports the time per save and the processor time per save of the whole process
-/// (`getrusage`), which includes the journal writer's work under `.none`.
+/// Reports the time per save and the processor time per save of the whole process, which
+/// includes the journal writer's work under `.none`.
 enum SmallSave {
     static let name = "small-save"
 
@@ -39,7 +33,7 @@ enum SmallSave {
         let coordinator = try ContextModel.open(path, durability: durability)
         defer { removeItem(path) }
         let saver = ObjectContext(coordinator: coordinator, executor: .privateQueue("benchmark.small-save", priority: .utility), name: "saver")
-        let processorStart = processorSeconds()
+        let processorStart = processorNanoseconds()
         let start = monotonicNanoseconds()
         try await saver.perform { c in
             for k in 0..<saves {
@@ -51,20 +45,10 @@ enum SmallSave {
             }
         }
         let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        let processor = processorSeconds() - processorStart
+        let processor = Double(processorNanoseconds() - processorStart) / 1e9
         let stored = coordinator.currentGeneration.count(of: "Item")
         await coordinator.store.close()
         guard stored == saves else { throw BenchmarkError("small-save: \(stored) items in the store, expected \(saves)") }
         return (seconds / Double(saves), processor / Double(saves))
-    }
-
-    private static func processorSeconds() -> Double {
-        var usage = rusage()
-        #if os(Linux)
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        #else
-        getrusage(RUSAGE_SELF, &usage)
-        #endif
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

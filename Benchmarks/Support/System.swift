@@ -13,6 +13,13 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// Processor time the whole process has used (every thread), in nanoseconds.
+func processorNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 /// Seconds elapsed since `start` (from ``monotonicNanoseconds()``).
 func secondsSince(_ start: UInt64) -> Double {
     Double(monotonicNanoseconds() - start) / 1e9
