@@ -10,7 +10,11 @@
 /// ```
 public struct Generation: Sendable {
     /// The schema of the objects.
-    public let schema: Schema
+    public var schema: Schema { shared.schema }
+    /// What every generation of a store shares, in one box: copying a generation (as every
+    /// commit does several times) then retains one object for them instead of each of the
+    /// schema's.
+    private let shared: Shared
     /// The last transaction included.
     public internal(set) var transaction: UInt64
     /// One table per entity (by storage index), keyed by object number.
@@ -28,19 +32,26 @@ public struct Generation: Sendable {
     /// The ordered indexes readers have used, shared by every generation of a store: once
     /// one is built, each commit builds it for its generation if its base had none, so that
     /// a reader of a store under steady commits does not rebuild it for every generation.
-    private let indexDemand = IndexDemand()
+    private var indexDemand: IndexDemand { shared.indexDemand }
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
     /// bulk when it ends (much faster than one insertion per row).
     private var checkpointUniques: [[(key: Value, value: UInt64)]] = []
 
+    /// The schema and the index demand, shared by a generation and every one made from it.
+    private final class Shared: Sendable {
+        let schema: Schema
+        let indexDemand = IndexDemand()
+        init(schema: Schema) { self.schema = schema }
+    }
+
     /// A schema with no entities, for a generation that is replaced before use.
     static let placeholderSchema = try! Schema("placeholder", entities: [])
 
     /// An empty generation (transaction 0).
     init(schema: Schema) {
-        self.schema = schema
+        shared = Shared(schema: schema)
         transaction = 0
         tables = schema.entities.map { _ in PersistentTable() }
         uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
