@@ -160,40 +160,13 @@ struct DurabilityScenario: Scenario {
         let coordinator = Coordinator(store: store, name: "durability")
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for writer in 0..<writers {
-                if path == .context {
+                switch path {
+                case .context:
                     let context = ObjectContext(coordinator: coordinator, executor: .privateQueue("durability.writer\(writer)", priority: .utility),
                                                 name: "writer")
-                    group.addTask {
-                        try await context.perform { context in
-                            var latencies: [Double] = []
-                            latencies.reserveCapacity(perWriter)
-                            for _ in 0..<perWriter {
-                                let key = keys.next()
-                                let artist = context.insert(entity: "Artist")
-                                try artist.setValue(.int(Int64(key)), forKey: "artistID")
-                                try artist.setValue(.string("Artist \(key)"), forKey: "name")
-                                let begin = Measure.now()
-                                try await context.save()
-                                latencies.append(Measure.seconds(since: begin))
-                            }
-                            return latencies
-                        }
-                    }
-                    continue
-                }
-                group.addTask {
-                    var latencies: [Double] = []
-                    latencies.reserveCapacity(perWriter)
-                    for _ in 0..<perWriter {
-                        let key = keys.next()
-                        let id = store.allocateObjectIDs(for: "Artist")[0]
-                        let begin = Measure.now()
-                        try await store.commit(ChangeSet(author: "writer", inserted: [
-                            RowImage(id: id, values: [.int(Int64(key)), .string("Artist \(key)"), .objects([])]),
-                        ]))
-                        latencies.append(Measure.seconds(since: begin))
-                    }
-                    return latencies
+                    group.addTask { try await Self.save(count: perWriter, keys: keys, in: context) }
+                case .store:
+                    group.addTask { try await Self.commit(count: perWriter, keys: keys, to: store) }
                 }
             }
             var all: [Double] = []
@@ -209,6 +182,42 @@ struct DurabilityScenario: Scenario {
                        syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)),
                        bytesPerSave: Double(statistics.bytes) / Double(max(count, 1)),
                        processorPerSave: processor / Double(max(count, 1)))
+    }
+}
+
+extension DurabilityScenario {
+    /// One writer's saves through a context, each inserting one artist; their latencies.
+    static func save(count: Int, keys: Counter, in context: ObjectContext) async throws -> [Double] {
+        try await context.perform { context in
+            var latencies: [Double] = []
+            latencies.reserveCapacity(count)
+            for _ in 0..<count {
+                let key = keys.next()
+                let artist = context.insert(entity: "Artist")
+                try artist.setValue(.int(Int64(key)), forKey: "artistID")
+                try artist.setValue(.string("Artist \(key)"), forKey: "name")
+                let begin = Measure.now()
+                try await context.save()
+                latencies.append(Measure.seconds(since: begin))
+            }
+            return latencies
+        }
+    }
+
+    /// One writer's bare store commits of one artist each; their latencies.
+    static func commit(count: Int, keys: Counter, to store: Store) async throws -> [Double] {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        for _ in 0..<count {
+            let key = keys.next()
+            let id = store.allocateObjectIDs(for: "Artist")[0]
+            let begin = Measure.now()
+            try await store.commit(ChangeSet(author: "writer", inserted: [
+                RowImage(id: id, values: [.int(Int64(key)), .string("Artist \(key)"), .objects([])]),
+            ]))
+            latencies.append(Measure.seconds(since: begin))
+        }
+        return latencies
     }
 }
 

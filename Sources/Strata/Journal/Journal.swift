@@ -359,8 +359,7 @@ public final class Journal: Sendable {
 
     /// Enqueues a transaction and waits until it is durable.
     public func append(_ record: TransactionRecord) async throws(StoreError) {
-        try enqueue(record)
-        try await waitUntilDurable(record.number)
+        try await append(record, callerMayBlock: false)
     }
 
     /// Enqueues a transaction and waits until it is durable, on the caller's executor.

@@ -524,7 +524,12 @@ final class SyncGate: Sendable {
 }
 
 /// Waits (polling) until `condition` holds; `false` after `seconds`.
-func eventually(within seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+///
+/// The default limit is long because, with the whole suite running, the concurrency pool's
+/// two threads are often held by processor-bound tests: a task the condition waits for can
+/// wait tens of seconds to start (a 300-append in-memory test has taken 51 s of wall time).
+/// A condition that holds returns at once, so the limit costs a passing test nothing.
+func eventually(within seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds) * TestTiming.slowdown
     while !condition() {
         if ContinuousClock.now > deadline { return false }

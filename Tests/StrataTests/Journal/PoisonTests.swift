@@ -92,7 +92,10 @@ import Darwin
         let index = rig.gate.syncs
         rig.faults.inject(.init(callIndex: index, kind: .error(EIO), persistence: .once, operations: [.sync]))
         rig.gate.hold(sync: index)
-        let six = Task { try await journal.append(Self.history.record(6)) }
+        // Enqueued here rather than in a task, so that the writer reaches the held sync
+        // without waiting for a pool thread.
+        try journal.enqueue(Self.history.record(6))
+        let six = Task { try await journal.waitUntilDurable(6) }
         try #require(await eventually { rig.gate.isHolding })
         try journal.enqueue(Self.history.record(7))
         try journal.enqueue(Self.history.record(8))
