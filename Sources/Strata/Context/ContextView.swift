@@ -16,11 +16,11 @@ struct PendingLayer: Sendable {
     var rows: [PersistentTable<Row>]
     /// Per entity with a unique attribute: value → object number of rows in this layer that
     /// held the value when published. Entries may be stale; readers check the row.
-    var uniques: [PersistentMap<Value, UInt64>?]
+    var uniques: [UniqueIndex?]
 
     init(schema: Schema) {
         rows = schema.entities.map { _ in PersistentTable() }
-        uniques = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
+        uniques = schema.entities.map { $0.uniqueAttribute == nil ? nil : UniqueIndex() }
     }
 
     var isEmpty: Bool { rows.allSatisfy(\.isEmpty) }

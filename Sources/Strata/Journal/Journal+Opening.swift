@@ -286,56 +286,53 @@ struct StoreReplay {
             throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
         }
         let codec = self.codec!
-        var offset = start
+        let decoder = CheckpointDecoder(buffer, from: start, codec: codec, path: path)
+        defer { decoder.stop() }
         var rows = 0
         while true {
-            let frame: Frame
-            switch RecordFormat.frame(in: buffer, at: offset, seed: codec.seed) {
-            case .success(let f): frame = f
-            case .failure(let problem):
-                throw corrupted("checkpoint record damaged: \(problem.explanation); a checkpoint is complete before it is renamed into place, so this is damage. Restore from a backup",
-                                path: path, offset: Int64(offset))
+            let frame: Frame, offset: Int
+            switch decoder.next() {
+            case .rows(let decoded, let at):
+                for row in decoded {
+                    do throws(ReplayError) { try target.loadCheckpointRow(row) } catch {
+                        throw corrupted("checkpoint row \(row.id): \(error.message)", path: path, offset: Int64(at))
+                    }
+                }
+                rows += decoded.count
+                continue
+            case .failure(let error):
+                throw error
+            case .other(let f, let at):
+                (frame, offset) = (f, at)
+            }
+            guard frame.type == RecordFormat.RecordType.checkpointEnd.rawValue else {
+                throw corrupted("unexpected record type \(frame.type) in a checkpoint", path: path, offset: Int64(offset))
             }
             var reader = ByteReader(frame.payload)
-            do {
-                if frame.type == RecordFormat.RecordType.checkpointRows.rawValue {
-                    while !reader.isAtEnd {
-                        let row = try codec.readRow(&reader)
-                        do throws(ReplayError) { try target.loadCheckpointRow(row) } catch {
-                            throw corrupted("checkpoint row \(row.id): \(error.message)", path: path, offset: Int64(offset))
-                        }
-                        rows += 1
-                    }
-                } else if frame.type == RecordFormat.RecordType.checkpointEnd.rawValue {
-                    let count = try reader.readVarint()
-                    let entries = try reader.readCount("an entity count", limit: codec.schema.entities.count)
-                    var highest: [String: UInt64] = [:]
-                    for _ in 0..<entries {
-                        let index = try reader.readCount("an entity index", limit: codec.schema.entities.count - 1)
-                        highest[codec.schema.entities[index].name] = try reader.readVarint()
-                    }
-                    let end = try reader.readUInt64()
-                    guard count == UInt64(rows), end == header.transaction, reader.isAtEnd, frame.end == buffer.count else {
-                        throw corrupted("the checkpoint's closing record does not match its contents (\(rows) rows read, \(count) recorded)",
-                                        path: path, offset: Int64(offset))
-                    }
-                    do throws(ReplayError) { try target.finishCheckpoint(through: end, highestObjectNumbers: highest) } catch {
-                        throw corrupted("checkpoint: \(error.message)", path: path, offset: Int64(offset))
-                    }
-                    report.checkpoint = end
-                    report.checkpointRows = rows
-                    return end
-                } else {
-                    throw corrupted("unexpected record type \(frame.type) in a checkpoint", path: path, offset: Int64(offset))
+            let count: UInt64, highest: [String: UInt64], end: UInt64
+            do throws(DecodeFailure) {
+                count = try reader.readVarint()
+                let entries = try reader.readCount("an entity count", limit: codec.schema.entities.count)
+                var numbers: [String: UInt64] = [:]
+                for _ in 0..<entries {
+                    let index = try reader.readCount("an entity index", limit: codec.schema.entities.count - 1)
+                    numbers[codec.schema.entities[index].name] = try reader.readVarint()
                 }
-            } catch let error as DecodeFailure {
-                throw corrupted("checkpoint record cannot be decoded: \(error)", path: path, offset: Int64(offset + RecordFormat.frameHeaderSize + error.offset))
-            } catch let error as StoreError {
-                throw error
+                highest = numbers
+                end = try reader.readUInt64()
             } catch {
-                preconditionFailure("unexpected error \(error) while loading a checkpoint")
+                throw corrupted("checkpoint record cannot be decoded: \(error)", path: path, offset: Int64(offset + RecordFormat.frameHeaderSize + error.offset))
             }
-            offset = frame.end
+            guard count == UInt64(rows), end == header.transaction, reader.isAtEnd, frame.end == buffer.count else {
+                throw corrupted("the checkpoint's closing record does not match its contents (\(rows) rows read, \(count) recorded)",
+                                path: path, offset: Int64(offset))
+            }
+            do throws(ReplayError) { try target.finishCheckpoint(through: end, highestObjectNumbers: highest) } catch {
+                throw corrupted("checkpoint: \(error.message)", path: path, offset: Int64(offset))
+            }
+            report.checkpoint = end
+            report.checkpointRows = rows
+            return end
         }
     }
 

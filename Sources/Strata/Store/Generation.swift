@@ -20,7 +20,7 @@ public struct Generation: Sendable {
     /// One table per entity (by storage index), keyed by object number.
     var tables: [PersistentTable<StoredRow>]
     /// Unique indexes: for each entity with a unique attribute, value → object number.
-    var uniqueIndexes: [PersistentMap<Value, UInt64>?]
+    var uniqueIndexes: [UniqueIndex?]
     /// Ordered indexes: for each entity, attribute storage index → the index, for every
     /// attribute declared `indexed` or `unique`. Built on first use (from the table) and
     /// maintained by the commits that follow; a generation never built one pays nothing for
@@ -36,8 +36,8 @@ public struct Generation: Sendable {
     /// The highest object number committed per entity (deleted objects included).
     var highestNumbers: [UInt64]
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
-    /// bulk when it ends (much faster than one insertion per row).
-    private var checkpointUniques: [[(key: Value, value: UInt64)]] = []
+    /// bulk (much faster than one insertion per row), mostly while later rows load.
+    private var checkpointIndexing: CheckpointIndexing?
 
     /// The schema and the index demand, shared by a generation and every one made from it.
     private final class Shared: Sendable {
@@ -54,7 +54,7 @@ public struct Generation: Sendable {
         shared = Shared(schema: schema)
         transaction = 0
         tables = schema.entities.map { _ in PersistentTable() }
-        uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : PersistentMap() }
+        uniqueIndexes = schema.entities.map { $0.uniqueAttribute == nil ? nil : UniqueIndex() }
         sortedIndexes = schema.layout.entities.map { layout in
             Dictionary(uniqueKeysWithValues: layout.orderedIndexAttributes.map { ($0, Locked<SortedIndex?>(nil)) })
         }
@@ -237,19 +237,16 @@ extension Generation: JournalReplayTarget, CheckpointSource {
         guard tables[entity].updateValue(StoredRow(values: row.values, version: 0), forKey: row.id.number) == nil else {
             throw ReplayError("the checkpoint holds \(row.id) twice")
         }
-        if let attribute = uniqueAttributeIndex(entity), !row.values[attribute].isNull {
-            if checkpointUniques.isEmpty { checkpointUniques = schema.entities.map { _ in [] } }
-            checkpointUniques[entity].append((row.values[attribute], row.id.number))
-        }
+        if checkpointIndexing == nil { checkpointIndexing = CheckpointIndexing(entities: tables.count) }
+        let unique = uniqueAttributeIndex(entity).map { row.values[$0] }
+        checkpointIndexing!.loaded(entity: entity, number: row.id.number, uniqueValue: unique?.isNull == false ? unique : nil)
         if row.id.number > highestNumbers[entity] { highestNumbers[entity] = row.id.number }
     }
 
     public mutating func finishCheckpoint(through transaction: UInt64, highestObjectNumbers: [String: UInt64]) throws(ReplayError) {
         self.transaction = transaction
-        for (entity, entries) in checkpointUniques.enumerated() where !entries.isEmpty {
-            uniqueIndexes[entity] = PersistentMap(bulk: entries)
-        }
-        checkpointUniques = []
+        for (entity, index) in checkpointIndexing?.finish() ?? [:] { uniqueIndexes[entity] = index }
+        checkpointIndexing = nil
         // Ordered indexes are built when first used.
         sortedIndexes = sortedIndexes.map { boxes in boxes.mapValues { _ in Locked<SortedIndex?>(nil) } }
         for (name, number) in highestObjectNumbers {
