@@ -1,8 +1,8 @@
 // Strata's benchmarks.
 //
-//     swift run -c release strata-benchmarks [journal | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+//     swift run -c release strata-benchmarks [journal | store | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 //
-// With no group, every benchmark runs; `journal` runs every journal benchmark, `contexts`
+// With no group, every benchmark runs; `journal` runs every journal benchmark, `store` every store benchmark, `contexts`
 // every context benchmark, `queries` every query benchmark, `migrations` every migration benchmark. Files go to a fresh directory
 // inside DIR (default: the temporary directory), removed at the end; put DIR on the disk
 // you want to measure.
@@ -29,6 +29,10 @@ let contextGroups: [Group] = [
     Group(name: Merge.name) { try await Merge.run($0) },
 ]
 
+let storeGroups: [Group] = [
+    Group(name: BulkCommit.name) { try await BulkCommit.run($0) },
+]
+
 let queryGroups: [Group] = [
     Group(name: QueryFetch.name) { try await QueryFetch.run($0) },
     Group(name: QueryResults.name) { try await QueryResults.run($0) },
@@ -38,13 +42,14 @@ let migrationGroups: [Group] = [
     Group(name: Migrate.name) { try await Migrate.run($0) },
 ]
 
-let allGroups = journalGroups + contextGroups + queryGroups + migrationGroups
+let allGroups = journalGroups + storeGroups + contextGroups + queryGroups + migrationGroups
 
 let usage = """
-    usage: strata-benchmarks [journal | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
+    usage: strata-benchmarks [journal | store | contexts | queries | migrations | GROUP ...] [--quick] [--json FILE] [--dir DIR]
 
-      (no group)    every benchmark: the journal's, the contexts', the queries', then the migrations'
+      (no group)    every benchmark: the journal's, the store's, the contexts', the queries', then the migrations'
       journal       every journal benchmark: \(journalGroups.map(\.name).joined(separator: ", "))
+      store         every store benchmark: \(storeGroups.map(\.name).joined(separator: ", "))
       contexts      every context benchmark: \(contextGroups.map(\.name).joined(separator: ", "))
       queries       every query benchmark: \(queryGroups.map(\.name).joined(separator: ", "))
       migrations    every migration benchmark: \(migrationGroups.map(\.name).joined(separator: ", "))
@@ -77,6 +82,7 @@ while let argument = arguments.popFirst() {
         print(usage)
         exit(0)
     case "journal": selected += journalGroups
+    case "store": selected += storeGroups
     case "contexts": selected += contextGroups
     case "queries": selected += queryGroups
     case "migrations": selected += migrationGroups

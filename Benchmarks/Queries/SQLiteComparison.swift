@@ -60,37 +60,6 @@ enum SQLiteComparison {
 
     /// Runs the script and returns what it measured.
     static func run(_ spec: Spec) throws -> Result {
-        let script = scriptPath
-        guard FileManager.default.fileExists(atPath: script) else {
-            throw BenchmarkError("the SQLite comparison script is not at \(script) (it is found next to the benchmark's sources)")
-        }
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        let input = try encoder.encode(spec)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script]
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            if process.terminationReason == .exit && process.terminationStatus == 127 {
-                throw BenchmarkError("python3 was not found (/usr/bin/env python3 exited with status 127)")
-            }
-            throw BenchmarkError("python3 \(script) failed (status \(process.terminationStatus))")
-        }
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        do {
-            return try decoder.decode(Result.self, from: output)
-        } catch {
-            throw BenchmarkError("python3 \(script) printed something that is not its result: \(error)")
-        }
+        try runPythonScript(scriptPath, input: spec)
     }
 }

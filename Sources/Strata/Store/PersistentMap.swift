@@ -208,21 +208,34 @@ final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Send
         (map & (bit &- 1)).nonzeroBitCount
     }
 
+    /// The value for `key`. The walk borrows the nodes (`self` keeps them alive during the
+    /// call) instead of retaining and releasing one per level: unique checks look up every
+    /// inserted key, and a large trie's nodes are rarely in cache, so each retain would be
+    /// a cache miss of its own.
     func find(_ key: Key, hash: UInt64, shift: UInt64) -> Value? {
-        var node = self
+        var node = Unmanaged.passUnretained(self)
         var shift = shift
         while true {
+            let next: Unmanaged<ChampNode>? = node._withUnsafeGuaranteedRef { current in
+                if shift > Self.maximumShift { return nil }
+                let bit = UInt32(1) << Self.slot(hash, shift)
+                guard current.nodeMap & bit != 0 else { return nil }
+                return current.children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[Self.index(current.nodeMap, bit)]) }
+            }
+            guard let next else { break }
+            node = next
+            shift += 5
+        }
+        return node._withUnsafeGuaranteedRef { current -> Value? in
             if shift > Self.maximumShift {
-                return node.items.first(where: { $0.key == key })?.value
+                return current.items.first(where: { $0.key == key })?.value
             }
             let bit = UInt32(1) << Self.slot(hash, shift)
-            if node.dataMap & bit != 0 {
-                let item = node.items[Self.index(node.dataMap, bit)]
+            guard current.dataMap & bit != 0 else { return nil }
+            return current.items.withUnsafeBufferPointer { items in
+                let item = items[Self.index(current.dataMap, bit)]
                 return item.key == key ? item.value : nil
             }
-            guard node.nodeMap & bit != 0 else { return nil }
-            node = node.children[Self.index(node.nodeMap, bit)]
-            shift += 5
         }
     }
 
@@ -258,7 +271,9 @@ final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Send
         if nodeMap & bit != 0 {
             let i = Self.index(nodeMap, bit)
             if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
-            return children[i].insert(key, value, hash: hash, shift: shift + 5)
+            // Borrowed, as in `find`: this node keeps the child alive.
+            let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[i]) }
+            return child._withUnsafeGuaranteedRef { $0.insert(key, value, hash: hash, shift: shift + 5) }
         }
         dataMap |= bit
         items.insert((key, value), at: Self.index(dataMap, bit))
