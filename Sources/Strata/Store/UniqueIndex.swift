@@ -5,8 +5,12 @@
 /// commit copies with one `memcpy` and frees without visiting their entries; every other
 /// kind of value lives in a map of ``Value``s. A value's kind decides its map, for reads
 /// and writes alike, so the two never disagree.
+///
+/// Integer keys are hashed so that runs of consecutive keys share trie nodes (see
+/// ``IntegerKey``): an import that numbers its objects 1, 2, 3, … touches one node per 32
+/// keys instead of one per key, and finds those nodes in cache.
 struct UniqueIndex: Sendable {
-    private var integers = PersistentMap<UInt64, UInt64>()
+    private var integers = PersistentMap<IntegerKey, UInt64>()
     private var others = PersistentMap<Value, UInt64>()
 
     init() {}
@@ -14,12 +18,12 @@ struct UniqueIndex: Sendable {
     /// Builds an index from entries in one pass (see ``PersistentMap/init(bulk:)``); for a
     /// value given more than once, the last entry wins.
     init(bulk entries: [(key: Value, value: UInt64)]) {
-        var integerEntries: [(key: UInt64, value: UInt64)] = []
+        var integerEntries: [(key: IntegerKey, value: UInt64)] = []
         var otherEntries: [(key: Value, value: UInt64)] = []
         integerEntries.reserveCapacity(entries.count)
         for entry in entries {
             if case .int(let i) = entry.key {
-                integerEntries.append((UInt64(bitPattern: i), entry.value))
+                integerEntries.append((IntegerKey(i), entry.value))
             } else {
                 otherEntries.append(entry)
             }
@@ -34,15 +38,34 @@ struct UniqueIndex: Sendable {
     /// The object number holding `value`, or `nil`; setting `nil` removes the entry.
     subscript(value: Value) -> UInt64? {
         get {
-            if case .int(let i) = value { return integers[UInt64(bitPattern: i)] }
+            if case .int(let i) = value { return integers[IntegerKey(i)] }
             return others[value]
         }
         set {
             if case .int(let i) = value {
-                integers[UInt64(bitPattern: i)] = newValue
+                integers[IntegerKey(i)] = newValue
             } else {
                 others[value] = newValue
             }
         }
+    }
+}
+
+/// An integer unique key, hashed for locality: the trie reads a hash five bits per level
+/// from the lowest, and this one puts a mix of `key / 32` in the first three levels' bits,
+/// `key % 32` in the fourth level's, and more of the mix after. Keys that differ only in
+/// their last five bits therefore share their first three levels and sit side by side in
+/// one node — at a million keys the fourth level is where entries mostly live — while
+/// blocks of 32 spread evenly like any well-mixed hash. Keys without such runs (random
+/// ones) spread as before: every bit of the hash still depends on the key.
+struct IntegerKey: PersistentHashable {
+    var value: Int64
+
+    init(_ value: Int64) { self.value = value }
+
+    var persistentHash: UInt64 {
+        let bits = UInt64(bitPattern: value)
+        let mixed = mix64(bits >> 5)
+        return (mixed & 0x7FFF) | ((bits & 31) << 15) | ((mixed >> 15) << 20)
     }
 }
