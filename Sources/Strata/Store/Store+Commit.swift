@@ -100,15 +100,15 @@ struct CommitPlan {
     /// Every object appears once; inserted IDs were allocated and are new; changed and
     /// deleted objects are named correctly.
     private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
-        var seen = Set<ObjectID>(minimumCapacity: changes.inserted.count + changes.updated.count + changes.deleted.count)
-        func once(_ id: ObjectID) throws(StoreError) {
-            guard seen.insert(id).inserted else {
+        var seen = SeenObjects(entities: schema.entities.count)
+        func once(_ id: ObjectID, _ entity: Int) throws(StoreError) {
+            guard seen.insert(id.number, entity: entity) else {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
         for row in changes.inserted {
             let entity = try entityIndex(row.id)
-            try once(row.id)
+            try once(row.id, entity)
             guard row.id.number >= 1, row.id.number <= allocated[entity] else {
                 throw StoreError(.invalidTransaction, "\(row.id) was not allocated by this store; get IDs from allocateObjectIDs(for:)", object: row.id)
             }
@@ -118,14 +118,13 @@ struct CommitPlan {
         }
         for update in changes.updated {
             let entity = try entityIndex(update.id)
-            try once(update.id)
+            try once(update.id, entity)
             guard update.baseValues.count == schema.entities[entity].propertyCount else {
                 throw StoreError(.invalidTransaction, "\(update.id): \(update.baseValues.count) base values given, \(update.id.entity) has \(schema.entities[entity].propertyCount) properties", object: update.id)
             }
         }
         for deletion in changes.deleted {
-            _ = try entityIndex(deletion.id)
-            try once(deletion.id)
+            try once(deletion.id, try entityIndex(deletion.id))
         }
     }
 
@@ -209,10 +208,7 @@ struct CommitPlan {
     }
 
     private func checkUniques(_ record: TransactionRecord) throws(StoreError) {
-        let deleted = Set(record.deleted)
-        var claims: [Int: [Value: ObjectID]] = [:]
-        var released: [Int: Set<Value>] = [:]
-        var candidates: [(ObjectID, Int, Value)] = []
+        var candidates: [(id: ObjectID, entity: Int, value: Value)] = []
         candidates.reserveCapacity(record.inserted.count + record.updated.count)
         for row in record.inserted {
             let entity = schema.entityIndex(named: row.id.entity)!
@@ -220,6 +216,8 @@ struct CommitPlan {
                 candidates.append((row.id, entity, row.values[attribute]))
             }
         }
+        // Values the transaction takes away from their holders (by update or deletion).
+        var released: [Int: Set<Value>] = [:]
         for update in record.updated {
             let entity = schema.entityIndex(named: update.id.entity)!
             guard let attribute = head.uniqueAttributeIndex(entity),
@@ -235,18 +233,25 @@ struct CommitPlan {
                 released[entity, default: []].insert(row.values[attribute])
             }
         }
-        for (id, entity, value) in candidates {
-            let key = schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name
-            if let other = claims[entity]?[value] {
-                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
+        guard !candidates.isEmpty else { return }
+        let deleted = record.deleted.isEmpty ? [] : Set(record.deleted)
+        func keyName(_ entity: Int) -> String { schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name }
+        // Per entity, value → position in `candidates` of the first object claiming it (a
+        // unique index: cheap for integer keys, the common case).
+        var claims = [UniqueIndex?](repeating: nil, count: schema.entities.count)
+        for (position, (id, entity, value)) in candidates.enumerated() {
+            if claims[entity] == nil { claims[entity] = UniqueIndex() }
+            if let other = claims[entity]![value] {
+                let key = keyName(entity)
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(candidates[Int(other)].id) and \(id)", object: id, key: key)
             }
-            if claims[entity] == nil { claims[entity] = Dictionary(minimumCapacity: candidates.count) }
-            claims[entity]![value] = id
+            claims[entity]![value] = UInt64(position)
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
                 let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
                     && record.updated.contains { $0.id == holderID })
                 if !freed {
+                    let key = keyName(entity)
                     throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holderID); change one of them, or update \(holderID) instead of adding \(id)",
                                      object: id, key: key)
                 }
@@ -414,5 +419,34 @@ struct CommitPlan {
         notification.generation = next
         notification.origin = changes.origin
         return notification
+    }
+}
+
+/// The objects a change set has named so far, to catch one named twice. Per entity, object
+/// numbers arriving in increasing order (as an importer allocates them) are only compared
+/// with the highest so far; the first one out of order moves that entity to a set.
+private struct SeenObjects {
+    private var highest: [UInt64]
+    private var inOrder: [[UInt64]]
+    private var sets: [Set<UInt64>?]
+
+    init(entities: Int) {
+        highest = Array(repeating: 0, count: entities)
+        inOrder = Array(repeating: [], count: entities)
+        sets = Array(repeating: nil, count: entities)
+    }
+
+    /// Records `number` of `entity`; returns `false` if it was recorded before.
+    mutating func insert(_ number: UInt64, entity: Int) -> Bool {
+        if sets[entity] == nil {
+            if number > highest[entity] {
+                highest[entity] = number
+                inOrder[entity].append(number)
+                return true
+            }
+            sets[entity] = Set(inOrder[entity])
+            inOrder[entity] = []
+        }
+        return sets[entity]!.insert(number).inserted
     }
 }
