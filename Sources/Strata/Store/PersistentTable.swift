@@ -164,7 +164,9 @@ final class TableNode<Element: Sendable>: @unchecked Sendable {
         } else if !isKnownUniquelyReferenced(&children[slot]!) {
             children[slot] = children[slot]!.copy()
         }
-        return children[slot]!.update(key, element, shift: shift - 5)
+        // Borrowed: this node keeps the child alive (no retain and release per level).
+        let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]!) }
+        return child._withUnsafeGuaranteedRef { $0.update(key, element, shift: shift - 5) }
     }
 
     /// `self` must be uniquely referenced and hold `key`.

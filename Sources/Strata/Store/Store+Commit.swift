@@ -100,9 +100,9 @@ struct CommitPlan {
     /// Every object appears once; inserted IDs were allocated and are new; changed and
     /// deleted objects are named correctly.
     private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
-        var seen = SeenObjects(entities: schema.entities.count)
+        var seen = [RepeatDetector<UInt64>](repeating: RepeatDetector(), count: schema.entities.count)
         func once(_ id: ObjectID, _ entity: Int) throws(StoreError) {
-            guard seen.insert(id.number, entity: entity) else {
+            guard seen[entity].insert(id.number, order: id.number) else {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
@@ -236,16 +236,15 @@ struct CommitPlan {
         guard !candidates.isEmpty else { return }
         let deleted = record.deleted.isEmpty ? [] : Set(record.deleted)
         func keyName(_ entity: Int) -> String { schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name }
-        // Per entity, value → position in `candidates` of the first object claiming it (a
-        // unique index: cheap for integer keys, the common case).
-        var claims = [UniqueIndex?](repeating: nil, count: schema.entities.count)
-        for (position, (id, entity, value)) in candidates.enumerated() {
-            if claims[entity] == nil { claims[entity] = UniqueIndex() }
-            if let other = claims[entity]![value] {
+        var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
+        for (id, entity, value) in candidates {
+            // Integers keep their order (the sign bit flipped); other values have none here.
+            let order: UInt64? = if case .int(let i) = value { UInt64(bitPattern: i) ^ (1 << 63) } else { nil }
+            guard claimed[entity].insert(value, order: order) else {
+                let first = candidates.first { $0.entity == entity && $0.value == value }!.id
                 let key = keyName(entity)
-                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(candidates[Int(other)].id) and \(id)", object: id, key: key)
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(id)", object: id, key: key)
             }
-            claims[entity]![value] = UInt64(position)
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
                 let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
@@ -422,31 +421,26 @@ struct CommitPlan {
     }
 }
 
-/// The objects a change set has named so far, to catch one named twice. Per entity, object
-/// numbers arriving in increasing order (as an importer allocates them) are only compared
-/// with the highest so far; the first one out of order moves that entity to a set.
-private struct SeenObjects {
-    private var highest: [UInt64]
-    private var inOrder: [[UInt64]]
-    private var sets: [Set<UInt64>?]
+/// Catches an element seen twice, cheaply when elements arrive in increasing order (as an
+/// importer's object numbers and integer keys do): each is then only compared with the
+/// highest so far. The first one out of order moves what was seen into a set.
+struct RepeatDetector<Element: Hashable> {
+    private var highest: UInt64?
+    private var inOrder: [Element] = []
+    private var set: Set<Element>?
 
-    init(entities: Int) {
-        highest = Array(repeating: 0, count: entities)
-        inOrder = Array(repeating: [], count: entities)
-        sets = Array(repeating: nil, count: entities)
-    }
-
-    /// Records `number` of `entity`; returns `false` if it was recorded before.
-    mutating func insert(_ number: UInt64, entity: Int) -> Bool {
-        if sets[entity] == nil {
-            if number > highest[entity] {
-                highest[entity] = number
-                inOrder[entity].append(number)
+    /// Records `element`, whose place in the order is `order` (`nil`: unordered); returns
+    /// `false` if it was recorded before.
+    mutating func insert(_ element: Element, order: UInt64?) -> Bool {
+        if set == nil {
+            if let order, highest.map({ order > $0 }) ?? true {
+                highest = order
+                inOrder.append(element)
                 return true
             }
-            sets[entity] = Set(inOrder[entity])
-            inOrder[entity] = []
+            set = Set(inOrder)
+            inOrder = []
         }
-        return sets[entity]!.insert(number).inserted
+        return set!.insert(element).inserted
     }
 }
