@@ -68,7 +68,7 @@ extension Journal {
             }
             journal.state.withLock { s in
                 s.segments = [first.segment]
-                s.current = CurrentSegment(segment: first.segment, descriptor: first.descriptor, size: first.size, transactions: 0)
+                s.current = CurrentSegment(segment: first.segment, descriptor: first.descriptor, size: first.size, allocated: first.size, transactions: 0)
                 s.statistics.segmentsStarted = 1
             }
         } catch {

@@ -47,8 +47,9 @@ extension Journal {
             guard case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: codec.seed),
                 frame.type == RecordFormat.RecordType.transaction.rawValue
             else {
-                // The record being appended right now, or a torn tail the next open cuts.
-                if isLast { break }
+                // The record being appended right now, or a torn tail the next open cuts; or
+                // zero-filled space written ahead of appends.
+                if isLast || RecordFormat.isZero(buffer, from: offset) { break }
                 throw StoreError(.corrupted, "a damaged record while reading history", path: path, offset: Int64(offset))
             }
             do throws(DecodeFailure) {

@@ -84,13 +84,17 @@ extension Journal {
                     try io.sync(fd)
                 }
                 if let last = segments.last {
+                    guard let end = replay.lastSegmentEnd else { preconditionFailure("replay kept a segment without reading it") }
                     let fd = try io.open(last.path, access: .readWrite, creation: .mustExist)
                     let size: Int64
                     do throws(FileIOError) { size = try io.retryingInterrupts { () throws(FileIOError) in try io.size(of: fd) } } catch {
                         io.close(fd)
                         throw error
                     }
-                    current = CurrentSegment(segment: last, descriptor: fd, size: size, transactions: replay.transactionsInLastSegment)
+                    // Appends continue where the records end; zeros written ahead of them
+                    // (the file's size beyond that) are space to write into.
+                    current = CurrentSegment(segment: last, descriptor: fd, size: min(size, end), allocated: size,
+                                             transactions: replay.transactionsInLastSegment)
                 }
             } catch {
                 throw StoreError.io(error, "recovering the store")
@@ -107,7 +111,7 @@ extension Journal {
                 segments.append(next.segment)
                 journal.state.withLock { s in
                     s.segments = segments
-                    s.current = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, transactions: 0)
+                    s.current = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, allocated: next.size, transactions: 0)
                 }
             } catch {
                 journal.state.withLock { $0.isClosed = true }
@@ -141,6 +145,9 @@ struct StoreReplay {
     private(set) var checkpoint: (through: UInt64, path: String)?
     private(set) var liveSegments: [Journal.Segment] = []
     private(set) var transactionsInLastSegment = 0
+    /// Where the records of the last segment in ``liveSegments`` end: its size, less any
+    /// torn tail or zero-filled space written ahead of appends.
+    private(set) var lastSegmentEnd: Int64?
     /// Files to remove once opening has succeeded.
     private(set) var removals: [String] = []
     /// Where a prefix-mode replay stopped, and why.
@@ -348,7 +355,6 @@ struct StoreReplay {
             removals.append(name)
             return true
         }
-        report.replayedBytes += Int64(bytes.count)
         let result: Result<Bool, StoreError> = bytes.withUnsafeBytes { buffer in
             Result { () throws(StoreError) -> Bool in
                 try replaySegment(buffer, path: path, name: name, first: first, isLast: isLast, through: through, into: &target)
@@ -396,6 +402,10 @@ struct StoreReplay {
         var expected = first
         var offset = preamble.end
         var count = 0
+        defer {
+            report.replayedBytes += Int64(offset)
+            lastSegmentEnd = Int64(offset)
+        }
         while offset < buffer.count {
             let problem: String
             switch RecordFormat.frame(in: buffer, at: offset, seed: codec.seed) {
@@ -429,6 +439,9 @@ struct StoreReplay {
                 offset = frame.end
                 continue
             }
+            // Zeros to the end: space the writer filled ahead of its appends (see
+            // ``Journal/Configuration/preallocation``), the segment's clean end.
+            if RecordFormat.isZero(buffer, from: offset) { break }
             // No valid transaction at `offset`. At the end of the last segment with nothing
             // valid after it, this is an interrupted write; anywhere else it is damage.
             if isLast && !containsTransaction(buffer, after: offset) {
@@ -467,6 +480,11 @@ struct StoreReplay {
         guard let codec else { return false }
         var offset = start + 1
         while offset + RecordFormat.frameHeaderSize <= buffer.count {
+            // A zero length starts no transaction (and zero-filled space is long).
+            if buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self) == 0 {
+                offset += 1
+                continue
+            }
             if case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: codec.seed),
                 frame.type == RecordFormat.RecordType.transaction.rawValue,
                 let number = RecordCodec.transactionNumber(frame.payload), number > lastTransaction

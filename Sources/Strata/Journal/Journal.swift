@@ -39,6 +39,15 @@ public final class Journal: Sendable {
         /// Open without taking the write lock; appends and compaction throw. Torn tails are
         /// skipped, not truncated. Default `false`.
         public var readOnly: Bool
+        /// Under ``Durability/full``, how many bytes of segment space the writer fills with
+        /// zeros (and syncs) at a time, ahead of the appends that will overwrite them. A sync
+        /// after writing into space that already exists writes the data alone; a sync after
+        /// growing the file must also commit the file's new size through the file system's
+        /// own journal. On ext4 that made 98 KB appends about 1.5× as fast and 128-byte
+        /// appends about 30 % quicker (docs/PERFORMANCE.md). Zeros past the last record are
+        /// the segment's clean end when it is read back; a segment is cut to its records when
+        /// the journal moves on from it or closes. `0` turns it off. Default 4 MiB.
+        public var preallocation: Int
         /// Called after every acknowledged write with the file and the size now durable
         /// (used by ``IOOrderingChecker`` to verify nothing is acknowledged too early).
         public var acknowledgementObserver: (@Sendable (_ path: String, _ durableThrough: Int64) -> Void)?
@@ -46,11 +55,13 @@ public final class Journal: Sendable {
         /// Creates a configuration.
         public init(
             durability: Durability = .full, segmentSize: Int = 64 << 20, fileIO: any FileIO = POSIXFileIO(),
-            readOnly: Bool = false,
+            readOnly: Bool = false, preallocation: Int = 4 << 20,
             acknowledgementObserver: (@Sendable (_ path: String, _ durableThrough: Int64) -> Void)? = nil
         ) {
+            precondition(preallocation >= 0, "Journal.Configuration.preallocation must not be negative (it is \(preallocation))")
             self.durability = durability
             self.segmentSize = segmentSize
+            self.preallocation = preallocation
             self.fileIO = fileIO
             self.readOnly = readOnly
             self.acknowledgementObserver = acknowledgementObserver
@@ -69,6 +80,8 @@ public final class Journal: Sendable {
         public var writesByAppenders = 0
         /// Bytes appended.
         public var bytes: Int64 = 0
+        /// Bytes of zeros written ahead of appends (see ``Configuration/preallocation``).
+        public var bytesPreallocated: Int64 = 0
         /// Segments started.
         public var segmentsStarted = 0
         /// Checkpoints written.
@@ -116,8 +129,14 @@ public final class Journal: Sendable {
     struct CurrentSegment: Sendable {
         var segment: Segment
         var descriptor: FileDescriptor
+        /// Where the next record goes: the end of the records.
         var size: Int64
+        /// The file's size: `size` plus zero-filled space written ahead of appends.
+        var allocated: Int64
         var transactions: Int
+        /// Whether writing zeros ahead failed (say for want of space): the segment is
+        /// appended to without.
+        var preallocationFailed = false
     }
 
     struct State: Sendable {
@@ -479,6 +498,14 @@ public final class Journal: Sendable {
                     if batch.count > 0 {
                         try write(batch, count: count, through: last, to: &current)
                         if leading { state.withLock { $0.statistics.writesByAppenders += 1 } }
+                        if needsSpace(current) {
+                            if leading {
+                                // Off the appender's thread: its append is acknowledged.
+                                writerQueue.async { self.preallocateCurrentSegment() }
+                            } else {
+                                try preallocate(&current)
+                            }
+                        }
                         var spent = batch
                         if spent.capacity <= Self.largestPooledBuffer {
                             spent.removeAll()
@@ -544,6 +571,7 @@ public final class Journal: Sendable {
                              path: current.segment.path, offset: current.size, transaction: last, underlying: error)
         }
         current.size += Int64(batch.count)
+        current.allocated = max(current.allocated, current.size)
         current.transactions += count
         if durability == .full { configuration.acknowledgementObserver?(current.segment.path, current.size) }
         if durability != .none, let observer = durabilityObserver.withLock({ $0?.call }) {
@@ -574,8 +602,9 @@ public final class Journal: Sendable {
     private func roll(from current: CurrentSegment) throws(StoreError) -> CurrentSegment {
         let first = state.withLock { $0.lastWritten } + 1
         let next = try createSegment(firstTransaction: first)
+        trimPreallocation(current)
         io.close(current.descriptor)
-        let started = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, transactions: 0)
+        let started = CurrentSegment(segment: next.segment, descriptor: next.descriptor, size: next.size, allocated: next.size, transactions: 0)
         state.withLock { s in
             s.segments.append(next.segment)
             s.current = started
@@ -616,7 +645,7 @@ public final class Journal: Sendable {
         writer.finishFrame(at: start, seed: codec.seed)
     }
 
-    private func poison(_ error: StoreError) {
+    func poison(_ error: StoreError) {
         let waiters = state.withLock { s in
             if s.failure == nil { s.failure = error }
             s.writerScheduled = false
@@ -692,6 +721,7 @@ public final class Journal: Sendable {
                     guard wasOpen else { return }
                     if let current {
                         if self.configuration.durability != .full, self.failure == nil { try? self.io.sync(current.descriptor) }
+                        if self.failure == nil { self.trimPreallocation(current) }
                         self.io.close(current.descriptor)
                     }
                     if releasingLock { self.lock?.release(io: self.io) }

@@ -605,7 +605,23 @@ private func exerciseBasics(_ fs: some FileIO, root: String) throws {
         checker.noteAcknowledged(path: "/j", durableThrough: 11)
         #expect(checker.isClean)
         try checker.writeAll(fd, bytes("b"), at: 0, path: "/j")
-        #expect(checker.violations == ["write /j: 1 bytes at offset 0, but the file ends at 11 (not an append)"])
+        #expect(checker.violations == ["write /j: 1 bytes at offset 0, but the file ends at 11 (not an append, nor a write over zeros)"])
+    }
+
+    @Test func checkerAllowsWritesOverZerosOnly() throws {
+        let checker = IOOrderingChecker(wrapping: InMemoryFileIO())
+        let fd = try checker.open("/j", access: .readWrite, creation: .createExclusive)
+        try checker.writeAll(fd, bytes("head"), at: 0, path: "/j")
+        try checker.writeAll(fd, [UInt8](repeating: 0, count: 8), at: 4, path: "/j")
+        // Records written into zero-filled space, then past its end.
+        try checker.writeAll(fd, bytes("abcdef"), at: 4, path: "/j")
+        try checker.writeAll(fd, bytes("ghijkl"), at: 10, path: "/j")
+        #expect(checker.isClean, "\(checker.violations)")
+        // Over bytes that are not zeros: a violation, even where zeros follow.
+        try checker.writeAll(fd, [UInt8](repeating: 0, count: 4), at: 16, path: "/j")
+        try checker.writeAll(fd, bytes("xy"), at: 15, path: "/j")
+        #expect(checker.violations.count == 1)
+        #expect(checker.violations.first?.contains("offset 15") == true)
     }
 
     @Test func checkerFlagsARenameBeforeSync() throws {

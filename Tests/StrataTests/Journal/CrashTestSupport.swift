@@ -101,6 +101,8 @@ struct CrashPoint: Sendable, CustomStringConvertible {
     var path: String
     /// The offset of a write.
     var offset: Int64?
+    /// Whether a write's bytes were all zeros (space a journal fills ahead of its appends).
+    var zeros = false
     /// For `after`: whether the call threw.
     var failed = false
     /// The workload's progress at that moment.
@@ -156,18 +158,18 @@ final class CrashRecorder: FileIO {
     var callCount: Int { state.withLock { $0.calls } }
 
     private func perform<T: Sendable, E: Error>(
-        _ operation: FileCall, path: String? = nil, fd: FileDescriptor? = nil, offset: Int64? = nil,
+        _ operation: FileCall, path: String? = nil, fd: FileDescriptor? = nil, offset: Int64? = nil, zeros: Bool = false,
         _ body: () throws(E) -> T
     ) throws(E) -> T {
         try state.withLock { (s) throws(E) -> T in
             let index = s.calls
             s.calls += 1
             let name = path ?? fd.map { s.paths[$0.rawValue] ?? $0.description } ?? ""
-            s.points.append(moment(index, .before, operation, name, offset, failed: false))
+            s.points.append(moment(index, .before, operation, name, offset, zeros: zeros, failed: false))
             let result = Result { () throws(E) -> T in try body() }
             var failed = false
             if case .failure = result { failed = true }
-            s.points.append(moment(index, .after, operation, name, offset, failed: failed))
+            s.points.append(moment(index, .after, operation, name, offset, zeros: zeros, failed: failed))
             if operation == .open, case .success(let value) = result, let fd = value as? FileDescriptor {
                 s.paths[fd.rawValue] = name
             }
@@ -176,9 +178,9 @@ final class CrashRecorder: FileIO {
     }
 
     private func moment(
-        _ call: Int, _ phase: CrashPoint.Phase, _ operation: FileCall, _ path: String, _ offset: Int64?, failed: Bool
+        _ call: Int, _ phase: CrashPoint.Phase, _ operation: FileCall, _ path: String, _ offset: Int64?, zeros: Bool, failed: Bool
     ) -> CrashPoint {
-        CrashPoint(call: call, phase: phase, operation: operation, path: path, offset: offset, failed: failed,
+        CrashPoint(call: call, phase: phase, operation: operation, path: path, offset: offset, zeros: zeros, failed: failed,
                    progress: progress.current, image: takesImages ? memory.crashed(seed: 0, mode: .processCrash) : nil)
     }
 
@@ -195,7 +197,9 @@ final class CrashRecorder: FileIO {
     }
 
     func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileIOError) -> Int {
-        try perform(.write, fd: fd, offset: offset) { () throws(FileIOError) in try base.write(fd, bytes, at: offset) }
+        try perform(.write, fd: fd, offset: offset, zeros: !bytes.isEmpty && bytes.allSatisfy { $0 == 0 }) { () throws(FileIOError) in
+            try base.write(fd, bytes, at: offset)
+        }
     }
 
     func size(of fd: FileDescriptor) throws(FileIOError) -> Int64 {

@@ -331,7 +331,8 @@ import Darwin
     static func makeTornStore() async throws -> InMemoryFileIO {
         let memory = InMemoryFileIO()
         // One segment after the checkpoint, so that transaction 10 ends the last one.
-        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(fileIO: memory))
+        // Without zeros ahead of the appends: the tear is made by cutting the file's growth.
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(fileIO: memory, preallocation: 0))
         for number in 1...4 as ClosedRange<UInt64> { try await journal.append(history.record(number)) }
         try await journal.compact(from: history.model(4))
         for number in 5...9 as ClosedRange<UInt64> { try await journal.append(history.record(number)) }

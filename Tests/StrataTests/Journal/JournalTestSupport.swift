@@ -99,7 +99,8 @@ extension FrameSpan {
         while offset + RecordFormat.frameHeaderSize <= bytes.count {
             let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
             let end = offset + RecordFormat.frameHeaderSize + length
-            guard end <= bytes.count else { break }
+            // (No record is empty: a zero length is the zero-filled space past the records.)
+            guard length > 0, end <= bytes.count else { break }
             spans.append(FrameSpan(offset: offset, end: end, type: bytes[offset + 8]))
             offset = end
         }

@@ -15,6 +15,10 @@ import Testing
         case segmentWrite
         /// The fsync of a segment after a transaction was written to it.
         case segmentSync
+        /// A write of zeros past a segment's records, ahead of the appends.
+        case segmentPreallocate
+        /// The fsync of a segment after zeros were written to it.
+        case segmentPreallocateSync
         /// The creation of the next segment when the journal rolls.
         case segmentCreate
         /// The directory fsync after a new segment was written.
@@ -62,6 +66,7 @@ import Testing
         var result: [Occurrence] = []
         var written: UInt64 = 0  // the last transaction written to a segment
         var writtenAt: Int?  // the call that wrote it
+        var zeroedAt: Int?  // the call that last wrote zeros ahead of the appends
         var compaction: UInt64?  // the checkpoint being written
         func checkpoint(before transaction: UInt64) -> UInt64? { compactAfter.last { $0 < transaction } }
         func checkpointNumber(_ name: String) -> UInt64? {
@@ -75,6 +80,16 @@ import Testing
             var before: Set<Outcome> = []
             var after: Set<Outcome> = []
             switch call.operation {
+            case .write where isSegment && call.zeros:
+                // After the last transaction's sync: it is durable either way.
+                found = .segmentPreallocate
+                before = [Outcome(last: written, checkpoint: checkpoint(before: written))]
+                after = before
+                zeroedAt = call.call
+            case .sync where isSegment && zeroedAt == call.call - 1:
+                found = .segmentPreallocateSync
+                before = [Outcome(last: written, checkpoint: checkpoint(before: written))]
+                after = before
             case .write where isSegment && call.offset! > 0:
                 // Sequential workload: the transaction being written is the one issued last.
                 let n = befores[call.call].progress.issued
@@ -133,8 +148,9 @@ import Testing
         let (points, violations) = try await workload.record()
         #expect(violations.isEmpty, "ordering violations: \(violations)")
         let occurrences = Self.occurrences(of: point, in: points, mode: crash.mode)
-        if crash.durability == .relaxed && point == .segmentDirectorySync {
-            // `.relaxed` syncs neither appends nor new segments (only the last segment, on close).
+        if crash.durability == .relaxed && [.segmentDirectorySync, .segmentPreallocate, .segmentPreallocateSync].contains(point) {
+            // `.relaxed` syncs neither appends nor new segments (only the last segment, on
+            // close), and writes no zeros ahead of its appends.
             #expect(occurrences.isEmpty)
             return
         }

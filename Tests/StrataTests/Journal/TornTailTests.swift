@@ -152,6 +152,10 @@ import Testing
         try files.write(to: path)
         let segmentPath = StoreLayout.join(path, name)
 
+        if extra.allSatisfy({ $0 == 0 }) {
+            try await zeroTailIsTheCleanEnd(path: path, segmentPath: segmentPath, files: files, store: store, records: segment.count, context: context)
+            return
+        }
         let (reader, readState) = try openStore(path, readOnly: true)
         #expect(readState == store.full, "\(context)")
         #expect(reader.recovery.tornTail?.offset == Int64(segment.count), "\(context)")
@@ -174,6 +178,35 @@ import Testing
         #expect(reopenedState == model, "\(context)")
         #expect(reopened.recovery.tornTail == nil, "\(context)")
         #expect(reopened.recovery.lastTransaction == 13, "\(context)")
+    }
+
+    /// Zeros after the last record are what a writer leaves when it fills space ahead of its
+    /// appends (``Journal/Configuration/preallocation``), or what a crash leaves of appends
+    /// never acknowledged: the segment's clean end. Nothing is reported or cut; the next
+    /// append overwrites them, and closing cuts what is left.
+    private func zeroTailIsTheCleanEnd(
+        path: String, segmentPath: String, files: StoreSnapshot, store: BuiltStore, records: Int, context: String
+    ) async throws {
+        let (reader, readState) = try openStore(path, readOnly: true)
+        #expect(readState == store.full, "\(context)")
+        #expect(reader.recovery.tornTail == nil, "\(context)")
+        #expect(reader.recovery.replayedBytes == Int64(records), "\(context)")
+        #expect(try StoreSnapshot.read(path) == files, "\(context): a read-only open changed the files")
+
+        let (journal, state) = try openStore(path)
+        #expect(state == store.full && journal.lastTransaction == 12 && journal.recovery.tornTail == nil, "\(context)")
+        #expect(try StoreSnapshot.read(path) == files, "\(context): opening changed the files")
+        var model = state
+        let next = Self.followUp(after: model)
+        try model.apply(next)
+        try await journal.append(next)
+        await journal.close()
+        let (reopened, reopenedState) = try openStore(path, readOnly: true)
+        #expect(reopenedState == model, "\(context)")
+        #expect(reopened.recovery.tornTail == nil && reopened.recovery.lastTransaction == 13, "\(context)")
+        let reopenedSegment = try #require(try StoreSnapshot.read(path)[StoreLayout.segmentName(firstTransaction: 1)])
+        #expect(FrameSpan.transactions(in: reopenedSegment).count == 13, "\(context): the append did not go where the records ended")
+        #expect(reopenedSegment.count == FrameSpan.all(in: reopenedSegment).last?.end, "\(context): closing left zeros after the records")
     }
 
     enum NewSegment: String, CaseIterable, Sendable, CustomTestStringConvertible {

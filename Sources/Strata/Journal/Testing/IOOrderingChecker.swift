@@ -4,10 +4,11 @@
 ///
 /// The rules, each reported as a line in ``violations`` naming the path and the operation:
 ///
-/// - **Append only.** A write must start exactly where the file ends. The checker tracks
-///   sizes itself: the wrapped file system's size when the file is opened, grown by writes,
-///   set by truncates. Cutting a file short with `truncate` is allowed (recovery cuts torn
-///   tails).
+/// - **Append only.** A write must start exactly where the file ends, or overwrite only
+///   zeros (space a journal filled ahead of its appends). The checker tracks sizes itself:
+///   the wrapped file system's size when the file is opened, grown by writes, set by
+///   truncates; it reads the bytes a write would overwrite. Cutting a file short with
+///   `truncate` is allowed (recovery cuts torn tails).
 /// - **No rename before fsync.** A file must not be renamed while it has writes or
 ///   truncates not yet followed by a ``sync(_:)`` of it.
 /// - **Acknowledge only what is durable.** When the journal tells the checker, through
@@ -164,9 +165,11 @@ public final class IOOrderingChecker: FileIO {
         try state.withLock { (s) throws(FileIOError) -> Int in
             guard let file = s.descriptors[fd] else { return try base.write(fd, bytes, at: offset) }
             if let size = s.files[file]!.size, offset != size {
-                s.note(
-                    "write \(s.path(of: file)): \(bytes.count) bytes at offset \(offset), "
-                        + "but the file ends at \(size) (not an append)")
+                if offset > size || !overwritesOnlyZeros(fd, at: offset, count: min(Int64(bytes.count), size - offset)) {
+                    s.note(
+                        "write \(s.path(of: file)): \(bytes.count) bytes at offset \(offset), "
+                            + "but the file ends at \(size) (not an append, nor a write over zeros)")
+                }
             }
             let n = try base.write(fd, bytes, at: offset)
             guard n > 0 else { return n }
@@ -175,6 +178,17 @@ public final class IOOrderingChecker: FileIO {
             if let size = s.files[file]!.size { s.files[file]!.size = max(size, offset + Int64(n)) }
             return n
         }
+    }
+
+    /// Whether the `count` bytes at `offset` are all zero (read from the wrapped file system).
+    private func overwritesOnlyZeros(_ fd: FileDescriptor, at offset: Int64, count: Int64) -> Bool {
+        guard count > 0 else { return true }
+        var bytes = [UInt8](repeating: 0xFF, count: Int(count))
+        let read = bytes.withUnsafeMutableBytes { buffer in
+            try? base.readFully(fd, into: buffer, at: offset)
+        }
+        guard read == Int(count) else { return false }
+        return bytes.allSatisfy { $0 == 0 }
     }
 
     public func size(of fd: FileDescriptor) throws(FileIOError) -> Int64 {
