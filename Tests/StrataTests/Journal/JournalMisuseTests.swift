@@ -92,6 +92,7 @@ import Testing
             try model.apply(record)
             try await journal.append(record)
         }
+        await journal.flush()  // the zeros the writer writes ahead of appends are in place
         let before = try StoreSnapshot.read(path)
         let (bad, names) = misuse.record(after: model)
         let context = "\(misuse), seed \(Self.seed)"

@@ -44,7 +44,13 @@ struct StoreState: Equatable, CustomStringConvertible {
         files = [:]
         let names = (try? FileManager.default.contentsOfDirectory(atPath: store.path)) ?? []
         for name in names {
-            files[name] = FileManager.default.contents(atPath: store.path + "/" + name)
+            guard var bytes = FileManager.default.contents(atPath: store.path + "/" + name) else { continue }
+            if StoreLayout.segmentTransaction(name) != nil {
+                // Zeros past the records are space the writer fills ahead of its appends, at
+                // any moment while the store is open: not the store's contents.
+                bytes = bytes.prefix(FrameSpan.all(in: Array(bytes)).last?.end ?? bytes.count)
+            }
+            files[name] = bytes
         }
     }
 
