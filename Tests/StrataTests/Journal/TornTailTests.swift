@@ -85,13 +85,7 @@ import Testing
             #expect(try fileSize(segmentPath) == boundary, "\(context)")
 
             // A later append survives a reopen.
-            var model = state
-            let next = Self.followUp(after: model)
-            try model.apply(next)
-            try await journal.append(next)
-            await journal.close()
-            let (reopened, reopenedState) = try openStore(path, readOnly: true)
-            #expect(reopenedState == model, "\(context)")
+            let reopened = try await Self.appendFollowUpAndReopen(journal, after: state, at: path, context: context)
             #expect(reopened.recovery.tornTail == nil, "\(context)")
             trials += 1
         }
@@ -169,13 +163,7 @@ import Testing
         #expect(torn.path == segmentPath && torn.offset == Int64(segment.count) && torn.discardedBytes == Int64(extra.count), "\(context)")
         #expect(try fileSize(segmentPath) == segment.count, "\(context)")
 
-        var model = state
-        let next = Self.followUp(after: model)
-        try model.apply(next)
-        try await journal.append(next)
-        await journal.close()
-        let (reopened, reopenedState) = try openStore(path, readOnly: true)
-        #expect(reopenedState == model, "\(context)")
+        let reopened = try await Self.appendFollowUpAndReopen(journal, after: state, at: path, context: context)
         #expect(reopened.recovery.tornTail == nil, "\(context)")
         #expect(reopened.recovery.lastTransaction == 13, "\(context)")
     }
@@ -196,13 +184,7 @@ import Testing
         let (journal, state) = try openStore(path)
         #expect(state == store.full && journal.lastTransaction == 12 && journal.recovery.tornTail == nil, "\(context)")
         #expect(try StoreSnapshot.read(path) == files, "\(context): opening changed the files")
-        var model = state
-        let next = Self.followUp(after: model)
-        try model.apply(next)
-        try await journal.append(next)
-        await journal.close()
-        let (reopened, reopenedState) = try openStore(path, readOnly: true)
-        #expect(reopenedState == model, "\(context)")
+        let reopened = try await Self.appendFollowUpAndReopen(journal, after: state, at: path, context: context)
         #expect(reopened.recovery.tornTail == nil && reopened.recovery.lastTransaction == 13, "\(context)")
         let reopenedSegment = try #require(try StoreSnapshot.read(path)[StoreLayout.segmentName(firstTransaction: 1)])
         #expect(FrameSpan.transactions(in: reopenedSegment).count == 13, "\(context): the append did not go where the records ended")
@@ -253,12 +235,20 @@ import Testing
         #expect(state == history.final, "\(context)")
         #expect(journal.recovery.tornTail != nil, "\(context)")
         #expect(journal.recovery.removedFiles.contains(name), "\(context)")
+        _ = try await Self.appendFollowUpAndReopen(journal, after: state, at: path, context: context)
+    }
+
+    /// Appends the transaction that follows `state`, closes the journal and opens the store
+    /// again read-only, expecting the state with that transaction applied; returns the
+    /// reopened journal.
+    static func appendFollowUpAndReopen(_ journal: Journal, after state: ReplayedState, at path: String, context: String) async throws -> Journal {
         var model = state
-        let next = Self.followUp(after: model)
+        let next = followUp(after: model)
         try model.apply(next)
         try await journal.append(next)
         await journal.close()
-        let (_, reopened) = try openStore(path, readOnly: true)
-        #expect(reopened == model, "\(context)")
+        let (reopened, reopenedState) = try openStore(path, readOnly: true)
+        #expect(reopenedState == model, "\(context)")
+        return reopened
     }
 }
