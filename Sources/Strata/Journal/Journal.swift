@@ -43,10 +43,9 @@ public final class Journal: Sendable {
         /// zeros (and syncs) at a time, ahead of the appends that will overwrite them. A sync
         /// after writing into space that already exists writes the data alone; a sync after
         /// growing the file must also write the file's new size and blocks. On ext4 that made
-        /// one-row appends about 30 % quicker and group commit's appends/s about 40 % higher
-        /// (docs/PERFORMANCE.md). Zeros past the last record are
-        /// the segment's clean end when it is read back; a segment is cut to its records when
-        /// the journal moves on from it or closes. `0` turns it off. Default 4 MiB.
+        /// one-row appends 30–45 % faster (docs/PERFORMANCE.md). Zeros past the last record
+        /// are the segment's clean end when it is read back; a segment is cut to its records
+        /// when the journal moves on from it or closes. `0` turns it off. Default 4 MiB.
         public var preallocation: Int
         /// Called after every acknowledged write with the file and the size now durable
         /// (used by ``IOOrderingChecker`` to verify nothing is acknowledged too early).
