@@ -115,21 +115,6 @@ extension RecordFormat {
     /// Whether every byte of `buffer` from `offset` on is zero: space a journal writer
     /// filled ahead of its appends (``Journal/Configuration/preallocation``).
     static func isZero(_ buffer: UnsafeRawBufferPointer, from offset: Int) -> Bool {
-        var index = offset
-        let end = buffer.count
-        // Word by word where the words line up, byte by byte for the rest.
-        while index < end && (Int(bitPattern: buffer.baseAddress!) + index) % 8 != 0 {
-            if buffer[index] != 0 { return false }
-            index += 1
-        }
-        while index + 8 <= end {
-            if buffer.load(fromByteOffset: index, as: UInt64.self) != 0 { return false }
-            index += 8
-        }
-        while index < end {
-            if buffer[index] != 0 { return false }
-            index += 1
-        }
-        return true
+        UnsafeRawBufferPointer(rebasing: buffer[offset...]).allSatisfy { $0 == 0 }
     }
 }

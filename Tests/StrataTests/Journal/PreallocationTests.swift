@@ -29,6 +29,23 @@ import Testing
         return (journal, state)
     }
 
+    /// Where the first write of zeros comes when one transaction is appended: its number
+    /// among the journal's writes, and the number of the sync after it among its syncs (the
+    /// call numbers a ``FaultInjectingFileIO`` limited to that operation counts).
+    static func firstWriteOfZeros() async throws -> (write: Int, sync: Int) {
+        let memory = InMemoryFileIO()
+        let recorder = CrashRecorder(wrapping: memory, memory: memory, progress: Progress(), takesImages: false)
+        let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: configuration(recorder))
+        try await journal.append(history.record(1))
+        await journal.flush()
+        await journal.close()
+        let calls = recorder.points.filter { $0.phase == .before }
+        let first = try #require(calls.firstIndex { $0.operation == .write && $0.zeros }, "no zeros were written")
+        let before = calls[..<first]
+        // The sync of the zeros is the first sync after them.
+        return (before.count { $0.operation == .write }, before.count { $0.operation == .sync })
+    }
+
     @Test func appendsOverwriteZerosWrittenAheadAndClosingCutsThem() async throws {
         let memory = InMemoryFileIO()
         let checker = IOOrderingChecker(wrapping: memory)
@@ -40,7 +57,7 @@ import Testing
             let bytes = try #require(memory.contents(of: Self.firstSegment))
             let end = Self.recordsEnd(bytes)
             #expect(FrameSpan.transactions(in: bytes).count == number)
-            #expect(RecordFormat.isZero(bytes.withUnsafeBytes { $0 }, from: end), "after \(number): not zeros past the records")
+            #expect(bytes[end...].allSatisfy { $0 == 0 }, "after \(number): not zeros past the records")
             if bytes.count > end { sawZeros = true }
             #expect(bytes.count - end <= 2 * Self.chunk, "after \(number): \(bytes.count - end) bytes written ahead")
         }
@@ -123,13 +140,15 @@ import Testing
     /// segment, and nothing else: appends go on and are acknowledged.
     @Test func aFailedWriteOfZerosOnlyStopsTheWritingAhead() async throws {
         let memory = InMemoryFileIO()
-        let full = ZeroFaults(wrapping: memory, failing: .write)
+        let zeros = try await Self.firstWriteOfZeros()
+        let full = FaultInjectingFileIO(wrapping: memory, faults: [.init(callIndex: zeros.write, kind: .error(ENOSPC), operations: [.write])])
         let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: Self.configuration(full))
         for number in 1...12 as ClosedRange<UInt64> { try await journal.append(Self.history.record(number)) }
         await journal.flush()
-        #expect(full.failures == 1, "the writer kept trying after the first failure")
+        #expect(full.injectedCount == 1)
         #expect(journal.failure == nil)
-        #expect(journal.statistics.bytesPreallocated == 0)
+        // (The fault fails one call only: a writer that tried again would have written zeros.)
+        #expect(journal.statistics.bytesPreallocated == 0, "the writer kept trying after the first failure")
         await journal.close()
         let (_, state) = try Self.reopen(memory)
         #expect(state == Self.history.model(12))
@@ -139,11 +158,12 @@ import Testing
     /// acknowledged before it is intact.
     @Test func aFailedSyncOfZerosPoisons() async throws {
         let memory = InMemoryFileIO()
-        let faulty = ZeroFaults(wrapping: memory, failing: .sync)
+        let zeros = try await Self.firstWriteOfZeros()
+        let faulty = FaultInjectingFileIO(wrapping: memory, faults: [.init(callIndex: zeros.sync, kind: .error(EIO), operations: [.sync])])
         let journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: Self.configuration(faulty))
         try await journal.append(Self.history.record(1))
         await journal.flush()
-        #expect(faulty.failures == 1)
+        #expect(faulty.injectedCount == 1)
         let refused = await #expect(throws: StoreError.self) { try await journal.append(Self.history.record(2)) }
         #expect(refused?.code == .poisoned)
         #expect(refused?.message.contains("zero-filled") == true, "\(refused?.message ?? "")")
@@ -151,59 +171,4 @@ import Testing
         let (_, state) = try Self.reopen(memory)
         #expect(state == Self.history.model(1))
     }
-}
-
-/// A file system that fails, with `ENOSPC` or `EIO`, the writes of zeros or the sync right
-/// after one.
-final class ZeroFaults: FileIO {
-    enum Target { case write, sync }
-    private let base: any FileIO
-    private let target: Target
-    private let state = Locked((afterZeros: false, failures: 0))
-
-    init(wrapping base: any FileIO, failing target: Target) {
-        self.base = base
-        self.target = target
-    }
-
-    var failures: Int { state.withLock { $0.failures } }
-
-    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileIOError) -> Int {
-        let zeros = bytes.count > 0 && bytes.allSatisfy { $0 == 0 }
-        if zeros && target == .write {
-            state.withLock { $0.failures += 1 }
-            throw FileIOError(operation: "write", path: "", errno: ENOSPC)
-        }
-        state.withLock { $0.afterZeros = zeros }
-        return try base.write(fd, bytes, at: offset)
-    }
-
-    func sync(_ fd: FileDescriptor) throws(FileIOError) {
-        let fail = state.withLock { s in
-            defer { s.afterZeros = false }
-            guard target == .sync, s.afterZeros else { return false }
-            s.failures += 1
-            return true
-        }
-        if fail { throw FileIOError(operation: "fsync", path: "", errno: EIO) }
-        try base.sync(fd)
-    }
-
-    func open(_ path: String, access: FileAccess, creation: FileCreation) throws(FileIOError) -> FileDescriptor {
-        try base.open(path, access: access, creation: creation)
-    }
-    func close(_ fd: FileDescriptor) { base.close(fd) }
-    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileIOError) -> Int {
-        try base.read(fd, into: buffer, at: offset)
-    }
-    func size(of fd: FileDescriptor) throws(FileIOError) -> Int64 { try base.size(of: fd) }
-    func truncate(_ fd: FileDescriptor, to size: Int64) throws(FileIOError) { try base.truncate(fd, to: size) }
-    func rename(_ source: String, to destination: String) throws(FileIOError) { try base.rename(source, to: destination) }
-    func remove(_ path: String) throws(FileIOError) { try base.remove(path) }
-    func removeDirectory(_ path: String) throws(FileIOError) { try base.removeDirectory(path) }
-    func syncDirectory(_ path: String) throws(FileIOError) { try base.syncDirectory(path) }
-    func createDirectory(_ path: String) throws(FileIOError) { try base.createDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws(FileIOError) -> [String] { try base.contentsOfDirectory(path) }
-    func kind(of path: String) -> FileKind? { base.kind(of: path) }
-    func tryLock(_ fd: FileDescriptor) throws(FileIOError) -> Bool { try base.tryLock(fd) }
 }
