@@ -88,6 +88,7 @@ import Testing
         let small = TransactionRecord(number: 1, inserted: [RowImage(
             id: ObjectID(entity: "Artist", number: 1), values: [.int(1), .string("a"), .date(Date(timeIntervalSinceReferenceDate: 0)), .objects([])])])
         try await journal.append(small)
+        await journal.flush()  // the zeros the writer writes ahead of appends are in place
         let before = try StoreSnapshot.read(path)
         // One data value as large as the largest payload: with the rest of the record it is over.
         let huge = TransactionRecord(number: 2, inserted: [RowImage(
