@@ -20,9 +20,17 @@ public struct DidSave: Sendable, Hashable {
     /// Objects deleted.
     public var deleted: [ObjectID]
     /// For each changed object, the names of the keys that changed.
-    public var changedKeys: [ObjectID: [String]]
+    public var changedKeys: [ObjectID: [String]] {
+        get { changes.changedKeys }
+        set { changes.changedKeys = newValue }
+    }
     /// The new values of every inserted and changed object (all its values, storage order).
-    public var values: [ObjectID: [Value]]
+    public var values: [ObjectID: [Value]] {
+        get { changes.values }
+        set { changes.values = newValue }
+    }
+    /// Keys and values; for a committed save, built when first read (see ``CommitChanges``).
+    var changes: CommitChanges
     /// The context that saved, so that it can skip its own saves when merging.
     var origin: ObjectIdentifier?
     /// The generation a committed save produced, for pinned contexts that merge it.
@@ -38,14 +46,14 @@ public struct DidSave: Sendable, Hashable {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
-        self.changedKeys = changedKeys
-        self.values = values
+        self.changes = CommitChanges(changedKeys: changedKeys, values: values)
     }
 
     /// The did-save of a committed transaction (from ``Store/commits()`` or ``Coordinator/didSave()``).
     public init(_ commit: CommitNotification) {
         self.init(transaction: commit.transaction, author: commit.author, inserted: commit.inserted, updated: commit.updated,
-                  deleted: commit.deleted, changedKeys: commit.changedKeys, values: commit.values)
+                  deleted: commit.deleted)
+        changes = commit.changes
         generation = commit.generation
         origin = commit.origin
     }

@@ -254,48 +254,84 @@ public final class Journal: Sendable {
     /// gathers them.
     @discardableResult
     func enqueue(_ record: TransactionRecord, validated: Bool, mayLead: Bool = false) throws(StoreError) -> Bool {
+        try enqueue(encode(record, validated: validated), mayLead: mayLead)
+    }
+
+    /// A transaction encoded as its journal record, ready for ``enqueue(_:mayLead:)``.
+    struct EncodedTransaction {
+        let number: UInt64
+        fileprivate var frame: ByteWriter
+    }
+
+    /// Encodes a transaction as its journal record (checking it against the schema unless
+    /// `validated`), without queuing it: a caller may encode while it does other work, then
+    /// enqueue in order.
+    func encode(_ record: TransactionRecord, validated: Bool) throws(StoreError) -> EncodedTransaction {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
         }
         // Reuse an encoding buffer: large fresh buffers come from mmap and cost a page fault
         // per 4 KiB every time.
         var writer = encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
-        defer {
-            // (After a hand-over, `writer` is the emptied batch buffer: it is pooled in turn.)
-            if writer.capacity <= Self.largestPooledBuffer {
-                writer.removeAll()
-                encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(writer) } }
+        do throws(StoreError) {
+            if validated {
+                codec.encodeFrame(record, into: &writer)
+            } else {
+                try codec.encodeValidating(record, into: &writer)
             }
-        }
-        if validated {
-            codec.encodeFrame(record, into: &writer)
-        } else {
-            try codec.encodeValidating(record, into: &writer)
+        } catch {
+            recycle(&writer)
+            throw error
         }
         guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
+            let size = writer.count
+            recycle(&writer)
             throw StoreError(.invalidTransaction,
-                             "the transaction encodes to \(writer.count) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
+                             "the transaction encodes to \(size) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
                              transaction: record.number)
         }
+        return EncodedTransaction(number: record.number, frame: writer)
+    }
+
+    /// Drops an encoded transaction that will not be enqueued (its buffer is reused).
+    func discard(_ encoded: inout EncodedTransaction) {
+        recycle(&encoded.frame)
+    }
+
+    /// Returns an encoding buffer to the pool.
+    private func recycle(_ writer: inout ByteWriter) {
+        guard writer.capacity <= Self.largestPooledBuffer else { return }
+        writer.removeAll()
+        let spent = writer
+        encodeBuffers.withLock { pool in if pool.count < 4 { pool.append(spent) } }
+    }
+
+    /// Queues an encoded transaction (see ``enqueue(_:validated:mayLead:)``).
+    @discardableResult
+    func enqueue(_ encoded: consuming EncodedTransaction, mayLead: Bool = false) throws(StoreError) -> Bool {
+        let number = encoded.number
+        var writer = encoded.frame
+        // (After a hand-over, `writer` is the emptied batch buffer: it is pooled in turn.)
+        defer { recycle(&writer) }
         let role = try state.withLock { (s) throws(StoreError) -> WriterRole in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
-            guard record.number == s.lastEnqueued + 1 else {
+            guard number == s.lastEnqueued + 1 else {
                 throw StoreError(.invalidTransaction,
-                                 "transactions are numbered in order: expected \(s.lastEnqueued + 1), got \(record.number)",
-                                 path: path, transaction: record.number)
+                                 "transactions are numbered in order: expected \(s.lastEnqueued + 1), got \(number)",
+                                 path: path, transaction: number)
             }
-            s.lastEnqueued = record.number
+            s.lastEnqueued = number
             if s.pending.count == 0 {
                 // Take the encoding as the batch; the empty batch buffer goes to the pool.
                 swap(&s.pending, &writer)
             } else {
                 writer.withUnsafeBytes { s.pending.write($0) }
             }
-            s.pendingLast = record.number
+            s.pendingLast = number
             s.pendingCount += 1
             s.statistics.appends += 1
-            if configuration.durability == .none { s.lastDurable = record.number }
+            if configuration.durability == .none { s.lastDurable = number }
             guard !s.writerScheduled else { return .running }
             s.writerScheduled = true
             let shared = s.recentBatchCounts.contains { $0 > 1 }

@@ -16,9 +16,17 @@ public struct CommitNotification: Sendable, Hashable {
     /// Objects deleted.
     public var deleted: [ObjectID]
     /// For each changed object, the names of the keys that changed.
-    public var changedKeys: [ObjectID: [String]]
+    public var changedKeys: [ObjectID: [String]] {
+        get { changes.changedKeys }
+        set { changes.changedKeys = newValue }
+    }
     /// The new values of every inserted and changed object (all its values, storage order).
-    public var values: [ObjectID: [Value]]
+    public var values: [ObjectID: [Value]] {
+        get { changes.values }
+        set { changes.values = newValue }
+    }
+    /// Keys and values, built when first read for the store's own commits.
+    var changes: CommitChanges
     /// The new version of every inserted and changed object (the transaction number).
     public var version: UInt64 { transaction }
     /// The generation the transaction produced (for pinned contexts that merge it).
@@ -26,6 +34,27 @@ public struct CommitNotification: Sendable, Hashable {
     var generation: Generation?
     /// The context whose save this was (see ``ChangeSet``).
     var origin: ObjectIdentifier?
+
+    init(
+        transaction: UInt64, timestamp: Date, author: String, inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID],
+        changes: CommitChanges
+    ) {
+        self.transaction = transaction
+        self.timestamp = timestamp
+        self.author = author
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.changes = changes
+    }
+
+    init(
+        transaction: UInt64, timestamp: Date, author: String, inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID],
+        changedKeys: [ObjectID: [String]], values: [ObjectID: [Value]]
+    ) {
+        self.init(transaction: transaction, timestamp: timestamp, author: author, inserted: inserted, updated: updated, deleted: deleted,
+                  changes: CommitChanges(changedKeys: changedKeys, values: values))
+    }
 
     public static func == (lhs: CommitNotification, rhs: CommitNotification) -> Bool {
         lhs.transaction == rhs.transaction && lhs.timestamp == rhs.timestamp && lhs.author == rhs.author

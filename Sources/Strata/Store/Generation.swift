@@ -105,14 +105,15 @@ public struct Generation: Sendable {
 
     // MARK: - Changing (while building the next generation)
 
-    mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
+    mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64, unique: Bool = true) {
         tables[entity][id.number] = StoredRow(values: values, version: version)
-        indexInserted(id, entity: entity, values: values)
+        indexInserted(id, entity: entity, values: values, unique: unique)
     }
 
-    /// Adds a new row to the indexes and the highest-number bookkeeping.
-    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value]) {
-        if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
+    /// Adds a new row to the indexes (the unique index too, if `unique`) and the
+    /// highest-number bookkeeping.
+    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value], unique: Bool) {
+        if unique, let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
             uniqueIndexes[entity]![values[attribute]] = id.number
         }
         for attribute in schema.layout.entities[entity].orderedIndexAttributes {
@@ -217,9 +218,16 @@ public struct Generation: Sendable {
 
     /// Applies a transaction the journal accepted (already validated).
     mutating func applyValidated(_ record: TransactionRecord) {
+        applyValidated(record, indexingUniqueInserts: true)
+    }
+
+    /// ``applyValidated(_:)``, leaving the unique indexes without the inserted rows'
+    /// values when not `indexingUniqueInserts` (the caller indexes them).
+    mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
         for row in record.inserted {
-            insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number)
+            insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number,
+                      unique: indexingUniqueInserts)
         }
         for update in record.updated {
             updateRow(update.id, entity: schema.entityIndex(named: update.id.entity)!, changes: update.changes, version: record.number)

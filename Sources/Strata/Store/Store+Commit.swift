@@ -38,22 +38,29 @@ extension Store {
         let (notification, generation, resolved, lead) = try commitState.withLock {
             (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Bool) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
-            let record = try plan.record(number: s.head.transaction + 1, codec: journal.codec)
+            let record = plan.record(number: s.head.transaction + 1)
             // The merge policy may have dropped every change: then there is nothing to commit.
             if record.isEmpty { return (nil, s.head, plan.resolved, false) }
-            var next = s.head
-            next.applyValidated(record)
-            // The importer checks these constraints line by line as it stages (and names the
-            // line); its change sets skip the second pass. Same in every build, so the tests,
-            // which check the store's integrity after imports, cover the path users run.
-            if !changes.constraintsChecked { try plan.checkConstraints(after: next) }
+            // Checked against the schema as it is encoded, in one pass over its values.
+            var encoded = try journal.encode(record, validated: false)
+            let next: Generation
+            do throws(StoreError) {
+                next = try plan.applyCheckingUniques(record)
+                // The importer checks these constraints line by line as it stages (and names the
+                // line); its change sets skip the second pass. Same in every build, so the tests,
+                // which check the store's integrity after imports, cover the path users run.
+                if !changes.constraintsChecked { try plan.checkConstraints(after: next) }
+            } catch {
+                journal.discard(&encoded)
+                throw error
+            }
             // Queued for publication before the journal can make it durable, so the writer
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
             pending.withLock { $0.append((next, notification)) }
             let lead: Bool
             do throws(StoreError) {
-                lead = try journal.enqueue(record, validated: true, mayLead: mayBlock)  // `plan.record` validated it
+                lead = try journal.enqueue(encoded, mayLead: mayBlock)
             } catch {
                 pending.withLock { _ = $0.popLast() }
                 throw error
@@ -198,13 +205,89 @@ struct CommitPlan {
         resolved = conflicts
     }
 
-    /// The transaction to append. Checks unique attributes against the head.
-    func record(number: UInt64, codec: RecordCodec) throws(StoreError) -> TransactionRecord {
-        let record = TransactionRecord(number: number, timestamp: Date(), author: changes.author,
-                                       inserted: changes.inserted, updated: updates, deleted: deletions)
-        try codec.validate(record)
-        try checkUniques(record)
-        return record
+    /// The transaction to append.
+    func record(number: UInt64) -> TransactionRecord {
+        TransactionRecord(number: number, timestamp: Date(), author: changes.author,
+                          inserted: changes.inserted, updated: updates, deleted: deletions)
+    }
+
+    /// Change sets of at least this many rows are checked on two threads at once (the
+    /// caller's and one other): below it, handing work to another thread costs more than it
+    /// saves.
+    static var rowsCheckedInParallel: Int { 2_048 }
+    private static let processors = ProcessInfo.processInfo.activeProcessorCount
+
+    /// The generation `record` (checked against the schema) produces from the head, after
+    /// checking its unique keys against the head. A large transaction is applied while its
+    /// keys are checked, on another thread: the head does not change meanwhile, and the new
+    /// generation is thrown away if a key is taken.
+    func applyCheckingUniques(_ record: TransactionRecord) throws(StoreError) -> Generation {
+        guard record.inserted.count + record.updated.count >= Self.rowsCheckedInParallel, Self.processors > 1 else {
+            try checkUniques(record)
+            var next = head
+            next.applyValidated(record)
+            return next
+        }
+        // A transaction that only inserts (a bulk import) has its unique keys checked and
+        // indexed in one walk each, on one thread, while the other fills the tables.
+        let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
+        // Each side's outcome crosses threads under a lock (which ThreadSanitizer sees,
+        // unlike the join inside `concurrentPerform`).
+        let outcome = Locked<(failure: StoreError?, next: Generation?, indexes: [UniqueIndex?]?)>((nil, nil, nil))
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
+            if part == 0 {
+                do throws(StoreError) {
+                    if insertsOnly {
+                        let indexes = try uniqueIndexesInserting(record)
+                        outcome.withLock { $0.indexes = indexes }
+                    } else {
+                        try checkUniques(record)
+                    }
+                } catch {
+                    outcome.withLock { $0.failure = error }
+                }
+            } else {
+                var next = head
+                next.applyValidated(record, indexingUniqueInserts: !insertsOnly)
+                outcome.withLock { $0.next = next }
+            }
+        }
+        let (failure, applied, indexes) = outcome.withLock { ($0.failure, $0.next, $0.indexes) }
+        if let failure { throw failure }
+        guard var next = applied else { preconditionFailure("concurrentPerform returned before applying the transaction") }
+        if let indexes { next.uniqueIndexes = indexes }
+        return next
+    }
+
+    /// The head's unique indexes with the keys of `record`'s inserted rows (it inserts
+    /// only), checking each key as it goes in: one trie walk per key instead of a lookup
+    /// and an insert. The same failures, in the same order, as ``checkUniques(_:)``.
+    private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
+        var indexes = head.uniqueIndexes
+        var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
+        var last: (name: String, entity: Int, attribute: Int?)?
+        for row in record.inserted {
+            if last?.name != row.id.entity {
+                let entity = schema.entityIndex(named: row.id.entity)!
+                last = (row.id.entity, entity, head.uniqueAttributeIndex(entity))
+            }
+            guard let (_, entity, attribute) = last, let attribute else { continue }
+            let value = row.values[attribute]
+            if value.isNull { continue }
+            let order: UInt64? = if case .int(let i) = value { UInt64(bitPattern: i) ^ (1 << 63) } else { nil }
+            guard claimed[entity].insert(value, order: order) else {
+                let first = record.inserted.first { $0.id.entity == row.id.entity && $0.values[attribute] == value }!.id
+                let key = schema.entities[entity].attributes[attribute].name
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(row.id)", object: row.id, key: key)
+            }
+            if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
+                let holderID = ObjectID(entity: row.id.entity, number: holder)
+                let key = schema.entities[entity].attributes[attribute].name
+                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holderID); change one of them, or update \(holderID) instead of adding \(row.id)",
+                                 object: row.id, key: key)
+            }
+        }
+        return indexes
     }
 
     private func checkUniques(_ record: TransactionRecord) throws(StoreError) {
@@ -263,11 +346,23 @@ struct CommitPlan {
     /// Checks required values, limits, references, inverses and delete rules of everything
     /// the transaction touched, in the generation it produces.
     func checkConstraints(after next: Generation) throws(StoreError) {
-        let lists = InverseLists()
-        for row in changes.inserted {
-            let entity = schema.entityIndex(named: row.id.entity)!
-            try checkObject(row.id, entity: entity, keys: 0..<schema.entities[entity].propertyCount, before: nil, in: next, lists: lists)
+        let inserted = changes.inserted.count
+        if inserted >= Self.rowsCheckedInParallel, Self.processors > 1 {
+            // In two halves at once; the first half's failure is the one a single pass would
+            // have found first.
+            let failures = Locked<[StoreError?]>([nil, nil])
+            DispatchQueue.concurrentPerform(iterations: 2) { part in
+                do throws(StoreError) {
+                    try checkInserted(part == 0 ? 0..<inserted / 2 : inserted / 2..<inserted, in: next, lists: InverseLists())
+                } catch {
+                    failures.withLock { $0[part] = error }
+                }
+            }
+            if let failure = failures.withLock({ $0[0] ?? $0[1] }) { throw failure }
+        } else {
+            try checkInserted(0..<inserted, in: next, lists: InverseLists())
         }
+        let lists = InverseLists()
         for update in updates {
             let entity = schema.entityIndex(named: update.id.entity)!
             let before = head.tables[entity][update.id.number]!.values
@@ -298,6 +393,13 @@ struct CommitPlan {
                     }
                 }
             }
+        }
+    }
+
+    private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
+        for row in changes.inserted[rows] {
+            let entity = schema.entityIndex(named: row.id.entity)!
+            try checkObject(row.id, entity: entity, keys: 0..<schema.entities[entity].propertyCount, before: nil, in: next, lists: lists)
         }
     }
 
@@ -404,17 +506,9 @@ struct CommitPlan {
     static func targets(_ value: Value) -> [ObjectID] { value.referencedObjects }
 
     func notification(for record: TransactionRecord, in next: Generation) -> CommitNotification {
-        var changedKeys: [ObjectID: [String]] = [:]
-        var values: [ObjectID: [Value]] = Dictionary(minimumCapacity: record.inserted.count + record.updated.count)
-        for row in record.inserted { values[row.id] = row.values }
-        for update in record.updated {
-            let entity = schema.entity(named: update.id.entity)!
-            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
-            values[update.id] = next.object(update.id)?.values
-        }
         var notification = CommitNotification(transaction: record.number, timestamp: record.timestamp, author: record.author,
-                                  inserted: record.inserted.map(\.id), updated: record.updated.map(\.id), deleted: record.deleted,
-                                  changedKeys: changedKeys, values: values)
+                                              inserted: record.inserted.map(\.id), updated: record.updated.map(\.id), deleted: record.deleted,
+                                              changes: CommitChanges(record: record, next: next))
         notification.generation = next
         notification.origin = changes.origin
         return notification

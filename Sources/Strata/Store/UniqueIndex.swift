@@ -49,6 +49,13 @@ struct UniqueIndex: Sendable {
             }
         }
     }
+
+    /// Sets the object number holding `value`; returns the one it replaced, if any (one
+    /// walk of the trie for both).
+    mutating func updateValue(_ number: UInt64, forKey value: Value) -> UInt64? {
+        if case .int(let i) = value { return integers.updateValue(number, forKey: IntegerKey(i)) }
+        return others.updateValue(number, forKey: value)
+    }
 }
 
 /// An integer unique key, hashed for locality: the trie reads a hash five bits per level
