@@ -105,15 +105,14 @@ public struct Generation: Sendable {
 
     // MARK: - Changing (while building the next generation)
 
-    mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64, unique: Bool = true) {
+    mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
         tables[entity][id.number] = StoredRow(values: values, version: version)
-        indexInserted(id, entity: entity, values: values, unique: unique)
+        indexInserted(id, entity: entity, values: values)
     }
 
-    /// Adds a new row to the indexes (the unique index too, if `unique`) and the
-    /// highest-number bookkeeping.
-    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value], unique: Bool) {
-        if unique, let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
+    /// Adds a new row to the indexes and the highest-number bookkeeping.
+    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value]) {
+        if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
             uniqueIndexes[entity]![values[attribute]] = id.number
         }
         for attribute in schema.layout.entities[entity].orderedIndexAttributes {
@@ -179,7 +178,8 @@ public struct Generation: Sendable {
             last = (name, entity)
             touched[entity] = true
         }
-        for row in record.inserted { mark(row.id.entity) }
+        // Reads only each row's ID (copying a row retains its values).
+        record.inserted.withUnsafeBufferPointer { rows in for i in rows.indices { mark(rows[i].id.entity) } }
         for update in record.updated { mark(update.id.entity) }
         for id in record.deleted { mark(id.entity) }
         let demand = indexDemand.current
@@ -225,9 +225,22 @@ public struct Generation: Sendable {
     /// values when not `indexingUniqueInserts` (the caller indexes them).
     mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
+        // What each entity needs is looked up once per run of rows of the same entity.
+        var last: (name: String, entity: Int, unique: Int?, ordered: [Int])?
         for row in record.inserted {
-            insertRow(row.id, entity: schema.entityIndex(named: row.id.entity)!, values: row.values, version: record.number,
-                      unique: indexingUniqueInserts)
+            if last?.name != row.id.entity {
+                let entity = schema.entityIndex(named: row.id.entity)!
+                let layout = schema.layout.entities[entity]
+                last = (row.id.entity, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
+            }
+            guard let (_, entity, unique, ordered) = last else { continue }
+            let number = row.id.number
+            tables[entity][number] = StoredRow(values: row.values, version: record.number)
+            if let unique, !row.values[unique].isNull { uniqueIndexes[entity]![row.values[unique]] = number }
+            for attribute in ordered {
+                sortedIndexes[entity][attribute]!.withLock { $0?.insert(row.values[attribute], number: number) }
+            }
+            if number > highestNumbers[entity] { highestNumbers[entity] = number }
         }
         for update in record.updated {
             updateRow(update.id, entity: schema.entityIndex(named: update.id.entity)!, changes: update.changes, version: record.number)

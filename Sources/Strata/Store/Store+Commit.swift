@@ -107,31 +107,45 @@ struct CommitPlan {
     /// Every object appears once; inserted IDs were allocated and are new; changed and
     /// deleted objects are named correctly.
     private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
+        // Passed along rather than captured: a captured variable is checked for exclusive
+        // access at run time on every use.
         var seen = [RepeatDetector<UInt64>](repeating: RepeatDetector(), count: schema.entities.count)
-        func once(_ id: ObjectID, _ entity: Int) throws(StoreError) {
+        func once(_ id: ObjectID, _ entity: Int, _ seen: inout [RepeatDetector<UInt64>]) throws(StoreError) {
             guard seen[entity].insert(id.number, order: id.number) else {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
-        for row in changes.inserted {
-            let entity = try entityIndex(row.id)
-            try once(row.id, entity)
-            guard row.id.number >= 1, row.id.number <= allocated[entity] else {
-                throw StoreError(.invalidTransaction, "\(row.id) was not allocated by this store; get IDs from allocateObjectIDs(for:)", object: row.id)
-            }
-            guard head.tables[entity][row.id.number] == nil else {
-                throw StoreError(.invalidTransaction, "\(row.id) already exists; insert each object once", object: row.id)
+        // Reads only each row's ID (copying a row retains its values), and looks an entity
+        // up once per run of rows of the same entity.
+        try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
+            var last: (name: String, entity: Int)?
+            for i in rows.indices {
+                let id = rows[i].id
+                let entity: Int
+                if let last, last.name == id.entity {
+                    entity = last.entity
+                } else {
+                    entity = try entityIndex(id)
+                    last = (id.entity, entity)
+                }
+                try once(id, entity, &seen)
+                guard id.number >= 1, id.number <= allocated[entity] else {
+                    throw StoreError(.invalidTransaction, "\(id) was not allocated by this store; get IDs from allocateObjectIDs(for:)", object: id)
+                }
+                guard head.tables[entity][id.number] == nil else {
+                    throw StoreError(.invalidTransaction, "\(id) already exists; insert each object once", object: id)
+                }
             }
         }
         for update in changes.updated {
             let entity = try entityIndex(update.id)
-            try once(update.id, entity)
+            try once(update.id, entity, &seen)
             guard update.baseValues.count == schema.entities[entity].propertyCount else {
                 throw StoreError(.invalidTransaction, "\(update.id): \(update.baseValues.count) base values given, \(update.id.entity) has \(schema.entities[entity].propertyCount) properties", object: update.id)
             }
         }
         for deletion in changes.deleted {
-            try once(deletion.id, try entityIndex(deletion.id))
+            try once(deletion.id, try entityIndex(deletion.id), &seen)
         }
     }
 
