@@ -438,6 +438,8 @@ extension ObjectContext {
             for await save in stream {
                 guard save.origin != me, save.origin == nil || save.origin != parent else { continue }
                 guard let self else { return }
+                // Here, off the context's executor (the main actor for a view context).
+                save.changes.build()
                 await self.mergeIfStillFollowing(save)
             }
         }

@@ -4,8 +4,8 @@
 ///
 /// A commit of 10,000 objects spent an eighth of its time building these dictionaries for
 /// its notification, inside the store's commit lock, whether or not anyone read them; now a
-/// context merging the commit builds them on its own queue, and a bulk import nobody
-/// observes never does.
+/// context merging the commit builds them off its executor before the merge (see
+/// ``build()``), and a bulk import nobody observes never does.
 struct CommitChanges: Sendable {
     private enum Storage: Sendable {
         case built(changedKeys: [ObjectID: [String]], values: [ObjectID: [Value]])
@@ -28,6 +28,13 @@ struct CommitChanges: Sendable {
         case .built(let changedKeys, let values): (changedKeys, values)
         case .deferred(let builder): builder.parts
         }
+    }
+
+    /// Builds the keys and values now, on the calling thread, if they are built on first
+    /// read: a context merging a commit calls this before it hops to its own executor, so
+    /// that a view context's merge does not build them on the main actor.
+    func build() {
+        if case .deferred(let builder) = storage { _ = builder.parts }
     }
 
     /// For each changed object, the names of the keys that changed.
