@@ -378,20 +378,23 @@ extension ObjectGraph {
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.
         var changed: [(id: ObjectID, object: ManagedObject)] = []
+        // Read once: each read of a committed save's values goes through a lock (see
+        // `CommitChanges`).
+        let values = save.values, changedKeys = save.changedKeys
         if registered.count < save.updated.count + save.inserted.count {
-            for (id, object) in registered where save.values[id] != nil { changed.append((id, object)) }
+            for (id, object) in registered where values[id] != nil { changed.append((id, object)) }
             changed.sort { $0.id < $1.id }
         } else {
             for id in save.updated { if let object = registered[id] { changed.append((id, object)) } }
             for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
         }
         for (id, object) in changed {
-            guard object.isLoaded, let row = save.values[id] else { continue }
+            guard object.isLoaded, let row = values[id] else { continue }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
             // Only the keys the save changed: the rest of its row may be older than what this
             // context holds (a state it handed to its parent that is not committed yet).
             var theirs = row
-            if let keys = save.changedKeys[id], let base = object.base {
+            if let keys = changedKeys[id], let base = object.base {
                 theirs = base
                 let names = schema.layout.entities[object.entityIndex].propertyNames
                 for key in keys { if let index = names.firstIndex(of: key) { theirs[index] = row[index] } }
