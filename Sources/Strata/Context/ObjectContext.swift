@@ -393,6 +393,9 @@ extension ObjectContext {
             // Every object the save touched, for those who follow this context's changes
             // (live results may gain objects it does not hold); nobody following, no cost.
             if !graph.resultsObservers.isEmpty || changes.hasSubscribers {
+                // Grown once, not rehashed as it doubles.
+                graph.pendingNotification.merged.reserveCapacity(
+                    graph.pendingNotification.merged.count + save.inserted.count + save.updated.count + save.deleted.count)
                 graph.pendingNotification.merged.formUnion(save.inserted)
                 graph.pendingNotification.merged.formUnion(save.updated)
                 graph.pendingNotification.merged.formUnion(save.deleted)
