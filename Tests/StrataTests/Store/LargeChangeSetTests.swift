@@ -88,6 +88,29 @@ import Testing
         }
     }
 
+    /// A large change set with an update taking a key another object still holds: refused
+    /// while the tables fill on the other thread, and nothing of it kept.
+    @Test func aLargeMixedChangeSetTakingAHeldKeyIsRefused() async throws {
+        try await Self.withStore { store in
+            let old = store.allocateObjectIDs(for: "Artist", count: 2)
+            try await store.commit(ChangeSet(inserted: [Songbook.artist(old[0], artistID: -1), Songbook.artist(old[1], artistID: -2)]))
+            let before = store.currentGeneration
+            let row = before.object(old[1])!
+            let ids = store.allocateObjectIDs(for: "Artist", count: Self.size)
+            let error = await #expect(throws: StoreError.self) {
+                try await store.commit(ChangeSet(
+                    inserted: ids.enumerated().map { Songbook.artist($0.element, artistID: Int64($0.offset)) },
+                    updated: [ObjectUpdate(id: old[1], baseVersion: row.version, baseValues: row.values, changes: [PropertyChange(index: 0, value: .int(-1))])]))
+            }
+            #expect(error?.code == .uniqueViolation && error?.object == old[1])
+            #expect(error?.message.contains("already used by \(old[0])") == true)
+            let after = store.currentGeneration
+            #expect(after.transaction == before.transaction && after.count(of: "Artist") == 2)
+            #expect(after.object(of: "Artist", uniqueValue: .int(-2))?.id == old[1])
+            #expect(after.object(of: "Artist", uniqueValue: .int(100)) == nil)
+        }
+    }
+
     /// Artists and their albums, alternating; the artists given (by position) do not list
     /// their album: the album named is the first broken one in the change set's order, in
     /// either half.
