@@ -106,19 +106,20 @@ public struct Generation: Sendable {
     // MARK: - Changing (while building the next generation)
 
     mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
-        tables[entity][id.number] = StoredRow(values: values, version: version)
-        indexInserted(id, entity: entity, values: values)
+        let layout = schema.layout.entities[entity]
+        insertRow(id.number, entity: entity, values: values, version: version,
+                  unique: layout.uniqueAttribute, ordered: layout.orderedIndexAttributes)
     }
 
-    /// Adds a new row to the indexes and the highest-number bookkeeping.
-    private mutating func indexInserted(_ id: ObjectID, entity: Int, values: [Value]) {
-        if let attribute = uniqueAttributeIndex(entity), !values[attribute].isNull {
-            uniqueIndexes[entity]![values[attribute]] = id.number
+    /// Adds a new row to its table, to the unique index when `unique` names its attribute,
+    /// to the ordered indexes of `ordered`, and to the highest-number bookkeeping.
+    private mutating func insertRow(_ number: UInt64, entity: Int, values: [Value], version: UInt64, unique: Int?, ordered: [Int]) {
+        tables[entity][number] = StoredRow(values: values, version: version)
+        if let unique, !values[unique].isNull { uniqueIndexes[entity]![values[unique]] = number }
+        for attribute in ordered {
+            sortedIndexes[entity][attribute]!.withLock { $0?.insert(values[attribute], number: number) }
         }
-        for attribute in schema.layout.entities[entity].orderedIndexAttributes {
-            sortedIndexes[entity][attribute]!.withLock { $0?.insert(values[attribute], number: id.number) }
-        }
-        if id.number > highestNumbers[entity] { highestNumbers[entity] = id.number }
+        if number > highestNumbers[entity] { highestNumbers[entity] = number }
     }
 
     mutating func updateRow(_ id: ObjectID, entity: Int, changes: [PropertyChange], version: UInt64) {
@@ -234,13 +235,7 @@ public struct Generation: Sendable {
                 last = (row.id.entity, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
             }
             guard let (_, entity, unique, ordered) = last else { continue }
-            let number = row.id.number
-            tables[entity][number] = StoredRow(values: row.values, version: record.number)
-            if let unique, !row.values[unique].isNull { uniqueIndexes[entity]![row.values[unique]] = number }
-            for attribute in ordered {
-                sortedIndexes[entity][attribute]!.withLock { $0?.insert(row.values[attribute], number: number) }
-            }
-            if number > highestNumbers[entity] { highestNumbers[entity] = number }
+            insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)
         }
         for update in record.updated {
             updateRow(update.id, entity: schema.entityIndex(named: update.id.entity)!, changes: update.changes, version: record.number)

@@ -288,20 +288,32 @@ struct CommitPlan {
             guard let (_, entity, attribute) = last, let attribute else { continue }
             let value = row.values[attribute]
             if value.isNull { continue }
-            let order: UInt64? = if case .int(let i) = value { UInt64(bitPattern: i) ^ (1 << 63) } else { nil }
-            guard claimed[entity].insert(value, order: order) else {
+            guard claimed[entity].insert(value, order: Self.uniqueOrder(value)) else {
                 let first = record.inserted.first { $0.id.entity == row.id.entity && $0.values[attribute] == value }!.id
-                let key = schema.entities[entity].attributes[attribute].name
-                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(row.id)", object: row.id, key: key)
+                throw uniqueGivenTwice(value, entity: entity, first: first, then: row.id)
             }
             if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                let holderID = ObjectID(entity: row.id.entity, number: holder)
-                let key = schema.entities[entity].attributes[attribute].name
-                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holderID); change one of them, or update \(holderID) instead of adding \(row.id)",
-                                 object: row.id, key: key)
+                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id)
             }
         }
         return indexes
+    }
+
+    /// A unique value's place in a ``RepeatDetector``: integers keep their order (the sign
+    /// bit flipped); other values have none here.
+    private static func uniqueOrder(_ value: Value) -> UInt64? {
+        if case .int(let i) = value { UInt64(bitPattern: i) ^ (1 << 63) } else { nil }
+    }
+
+    private func uniqueGivenTwice(_ value: Value, entity: Int, first: ObjectID, then id: ObjectID) -> StoreError {
+        let key = schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name
+        return StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(id)", object: id, key: key)
+    }
+
+    private func uniqueAlreadyUsed(_ value: Value, entity: Int, by holder: ObjectID, claimedBy id: ObjectID) -> StoreError {
+        let key = schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name
+        return StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or update \(holder) instead of adding \(id)",
+                          object: id, key: key)
     }
 
     private func checkUniques(_ record: TransactionRecord) throws(StoreError) {
@@ -332,25 +344,17 @@ struct CommitPlan {
         }
         guard !candidates.isEmpty else { return }
         let deleted = record.deleted.isEmpty ? [] : Set(record.deleted)
-        func keyName(_ entity: Int) -> String { schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name }
         var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
         for (id, entity, value) in candidates {
-            // Integers keep their order (the sign bit flipped); other values have none here.
-            let order: UInt64? = if case .int(let i) = value { UInt64(bitPattern: i) ^ (1 << 63) } else { nil }
-            guard claimed[entity].insert(value, order: order) else {
+            guard claimed[entity].insert(value, order: Self.uniqueOrder(value)) else {
                 let first = candidates.first { $0.entity == entity && $0.value == value }!.id
-                let key = keyName(entity)
-                throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(id)", object: id, key: key)
+                throw uniqueGivenTwice(value, entity: entity, first: first, then: id)
             }
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
                 let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
                     && record.updated.contains { $0.id == holderID })
-                if !freed {
-                    let key = keyName(entity)
-                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holderID); change one of them, or update \(holderID) instead of adding \(id)",
-                                     object: id, key: key)
-                }
+                if !freed { throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: id) }
             }
         }
     }
