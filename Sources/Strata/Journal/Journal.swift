@@ -110,6 +110,10 @@ public final class Journal: Sendable {
     /// Bumped by every append and segment-roll request: a writer polling for more work
     /// (see ``pollForWork(after:until:)``) watches it without taking the lock from appenders.
     private let arrivals = Atomic<UInt64>(0)
+    /// The last transaction acknowledged as durable (mirrors ``State/lastDurable`` once
+    /// written): appenders waiting on their own threads (see ``takeTurn(_:for:)``) watch it
+    /// without taking the lock from the writer.
+    private let durableThrough: Atomic<UInt64>
     /// How long an idle writer polls for the next append before it lets its thread sleep,
     /// when appends have been following acknowledgements closely (see ``State/pollWhenIdle``).
     static var idlePollNanoseconds: UInt64 { 200_000 }
@@ -149,6 +153,10 @@ public final class Journal: Sendable {
         var spareBatch = ByteWriter(capacity: 16)
         var pendingLast: UInt64 = 0
         var pendingCount = 0
+        /// How many of the pending transactions' appenders wait on their own threads
+        /// (``AppendTurn/lead`` or ``AppendTurn/waitInGroup(deadline:)``), each certain to
+        /// write what is pending if nobody else has by its deadline.
+        var pendingOnThreads = 0
         /// Transactions in each of the last eight batches written (oldest overwritten first):
         /// the writer waits (briefly) for as many as the largest of them before syncing
         /// again — see ``gatherGroup()``.
@@ -160,6 +168,16 @@ public final class Journal: Sendable {
         var lastSyncEnded: UInt64 = 0
         /// How long groups have been taking to re-form after a sync (a moving average).
         var regroupNanoseconds: UInt64 = 0
+
+        /// When the group forming since the last sync should be written even if incomplete:
+        /// after as long as that sync took or one and a half times as long as groups have
+        /// been taking to re-form, whichever is longer, and never more than 2 ms after it.
+        var gatherDeadline: UInt64 {
+            lastSyncEnded + min(max(lastSyncNanoseconds, regroupNanoseconds * 3 / 2), 2_000_000)
+        }
+
+        /// Whether recent batches held several transactions: several appenders are active.
+        var batchesShared: Bool { recentBatchCounts.contains { $0 > 1 } }
 
         /// Folds the time since the last sync ended into ``regroupNanoseconds``.
         mutating func noteRegroup() {
@@ -200,6 +218,7 @@ public final class Journal: Sendable {
         self.codec = RecordCodec(schema: schema, storeID: storeID)
         self.lock = lock
         self.writerQueue = DispatchQueue(label: "strata.journal.writer")
+        self.durableThrough = Atomic(lastTransaction)
         self.compactionQueue = DispatchQueue(label: "strata.journal.compaction")
         self.state = Locked(
             State(lastEnqueued: lastTransaction, lastWritten: lastTransaction, lastDurable: lastTransaction,
@@ -246,14 +265,11 @@ public final class Journal: Sendable {
     /// is only encoded.
     ///
     /// With `mayLead`, a caller whose thread may block (a private queue's, never the
-    /// cooperative pool's) offers to write the batch itself: when the writer is idle and the
-    /// journal's appends have lately come one at a time, `enqueue` starts no writer and
-    /// returns `true`, and the caller must then call ``writeAsLeader()`` (after releasing
-    /// any lock of its own). A lone appender thus pays no thread wake-up to the writer and
-    /// none back; appends that share syncs keep going through the writer's queue, which
-    /// gathers them.
+    /// cooperative pool's) offers to write batches itself, and `enqueue` returns its part in
+    /// writing this one, which it must take with ``takeTurn(_:for:)`` once it has released
+    /// any lock of its own (see ``AppendTurn``).
     @discardableResult
-    func enqueue(_ record: TransactionRecord, validated: Bool, mayLead: Bool = false) throws(StoreError) -> Bool {
+    func enqueue(_ record: TransactionRecord, validated: Bool, mayLead: Bool = false) throws(StoreError) -> AppendTurn {
         try enqueue(encode(record, validated: validated), mayLead: mayLead)
     }
 
@@ -308,12 +324,12 @@ public final class Journal: Sendable {
 
     /// Queues an encoded transaction (see ``enqueue(_:validated:mayLead:)``).
     @discardableResult
-    func enqueue(_ encoded: consuming EncodedTransaction, mayLead: Bool = false) throws(StoreError) -> Bool {
+    func enqueue(_ encoded: consuming EncodedTransaction, mayLead: Bool = false) throws(StoreError) -> AppendTurn {
         let number = encoded.number
         var writer = encoded.frame
         // (After a hand-over, `writer` is the emptied batch buffer: it is pooled in turn.)
         defer { recycle(&writer) }
-        let role = try state.withLock { (s) throws(StoreError) -> WriterRole in
+        let role = try state.withLock { (s) throws(StoreError) -> EnqueueOutcome in
             if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
             guard number == s.lastEnqueued + 1 else {
@@ -332,34 +348,123 @@ public final class Journal: Sendable {
             s.pendingCount += 1
             s.statistics.appends += 1
             if configuration.durability == .none { s.lastDurable = number }
-            guard !s.writerScheduled else { return .running }
+            let shared = s.batchesShared
+            let now = DispatchTime.now().uptimeNanoseconds
+            if mayLead, configuration.durability == .full, shared {
+                // One of a group: wait on the caller's thread; the arrival that completes the
+                // group (or the first waiter past its deadline) writes it.
+                s.pendingOnThreads += 1
+                if s.writerScheduled { return .turn(.waitInGroup(deadline: now + s.lastSyncNanoseconds)) }
+                let deadline = s.gatherDeadline
+                guard s.pendingCount >= s.recentBatchCounts.max() ?? 0 || now >= deadline || !s.rollWaiters.isEmpty else {
+                    return .turn(.waitInGroup(deadline: deadline))
+                }
+                s.noteRegroup()
+                s.writerScheduled = true
+                return .turn(.lead)
+            }
+            guard !s.writerScheduled else { return .turn(.none) }
             s.writerScheduled = true
-            let shared = s.recentBatchCounts.contains { $0 > 1 }
-            if mayLead, !shared, configuration.durability != .none { return .leader }
-            s.pollWhenIdle = shared && DispatchTime.now().uptimeNanoseconds - s.idleSince <= Self.idlePollNanoseconds
-            return .started
+            if mayLead, !shared, configuration.durability != .none {
+                s.pendingOnThreads += 1
+                return .turn(.lead)
+            }
+            s.pollWhenIdle = shared && now - s.idleSince <= Self.idlePollNanoseconds
+            return .startWriter
         }
         arrivals.add(1, ordering: .releasing)
-        if role == .started { writerQueue.async { self.runWriter() } }
-        return role == .leader
+        switch role {
+        case .startWriter:
+            writerQueue.async { self.runWriter() }
+            return .none
+        case .turn(let turn):
+            return turn
+        }
     }
 
-    /// Who writes the transaction `enqueue` just queued.
-    private enum WriterRole {
-        /// The writer was already scheduled: it will.
-        case running
-        /// The writer queue, just started.
-        case started
-        /// The caller, in ``writeAsLeader()``.
-        case leader
+    /// What `enqueue` does after queuing a transaction.
+    private enum EnqueueOutcome {
+        /// Start the writer's queue (the caller has no part in writing).
+        case startWriter
+        /// Leave the writing to the writer already scheduled, or to the caller's turn.
+        case turn(AppendTurn)
+    }
+
+    /// An appender's part in writing its transaction, returned by an ``enqueue(_:mayLead:)``
+    /// that offered to lead, and taken with ``takeTurn(_:for:)``.
+    ///
+    /// A lone appender (appends have lately come one at a time) writes and syncs its own
+    /// transaction: no thread wake-up to the writer and none back. Appenders that share
+    /// syncs under `.full` each wait on their own thread (yielding the processor between
+    /// looks) rather than parking, and the arrival that completes a group writes it: a
+    /// group of appenders that each wait for their acknowledgement re-forms after every
+    /// sync, and a parked waiter must first be woken — on a virtual machine a thread
+    /// wake-up costs about as much as a small commit — while the next sync waits for the
+    /// slowest of them.
+    enum AppendTurn: Equatable {
+        /// Nothing: the writer's queue writes the transaction (or, under `.none`, it is
+        /// already acknowledged).
+        case none
+        /// Write (and sync) everything pending, now, on the caller's thread.
+        case lead
+        /// Wait for the rest of the group on the caller's thread; if nobody has written the
+        /// transaction by `deadline` (uptime nanoseconds) and nobody is writing, write
+        /// what is pending.
+        case waitInGroup(deadline: UInt64)
+    }
+
+    /// Takes an appender's turn (see ``AppendTurn``) on the calling thread, which may block:
+    /// returns when transaction `number` is written and acknowledged, or when the wait has
+    /// gone on for 2 ms past its deadline with a writer busy (the caller then parks in
+    /// ``waitUntilDurable(_:)`` — which it calls afterwards in any case: it reports
+    /// failures and returns at once for a durable transaction).
+    func takeTurn(_ turn: AppendTurn, for number: UInt64) {
+        let deadline: UInt64
+        switch turn {
+        case .none: return
+        case .lead: return writeAsLeader()
+        case .waitInGroup(let until): deadline = until
+        }
+        enum Look { case stop, lead, again(at: UInt64) }
+        let parkAt = max(deadline, DispatchTime.now().uptimeNanoseconds) + 2_000_000
+        var nextLook = deadline
+        while durableThrough.load(ordering: .acquiring) < number {
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now >= nextLook {
+                let look = state.withLock { s -> Look in
+                    if s.lastDurable >= number || s.failure != nil || s.isClosed || s.lastWritten >= number { return .stop }
+                    if !s.writerScheduled {
+                        // Nobody writes the pending group: write it once it is complete or
+                        // its time is up (the waiter that gets here first).
+                        let deadline = s.gatherDeadline
+                        guard s.pendingCount >= s.recentBatchCounts.max() ?? 0 || now >= deadline else { return .again(at: deadline) }
+                        s.noteRegroup()
+                        s.writerScheduled = true
+                        return .lead
+                    }
+                    guard now >= parkAt else { return .again(at: now + 20_000) }
+                    // Parking: if the transaction is still pending, whoever is writing must
+                    // not leave it to this thread.
+                    if s.pendingCount > 0, number > s.pendingLast - UInt64(s.pendingCount) { s.pendingOnThreads -= 1 }
+                    return .stop
+                }
+                switch look {
+                case .stop: return
+                case .lead: writeAsLeader()
+                case .again(let at): nextLook = at
+                }
+                continue
+            }
+            sched_yield()
+        }
     }
 
     /// Writes (and under `.full` syncs) what is pending on the calling thread, as the
-    /// writer: called once after an ``enqueue(_:validated:mayLead:)`` that returned `true`.
-    /// It runs through the writer's queue — `sync` on an idle serial queue runs the block on
-    /// the calling thread — so the writer's work stays serial. Transactions that arrive
-    /// while it syncs are handed to the writer's queue afterwards; the caller does not
-    /// write for others.
+    /// writer: an appender's ``AppendTurn/lead`` turn. It runs through the writer's queue —
+    /// `sync` on an idle serial queue runs the block on the calling thread — so the writer's
+    /// work stays serial. Transactions that arrive while it syncs are left to their own
+    /// appenders when they all wait on their threads, and handed to the writer's queue
+    /// otherwise; the caller writes one batch.
     func writeAsLeader() {
         writerQueue.sync { self.runWriter(leading: true) }
     }
@@ -425,7 +530,7 @@ public final class Journal: Sendable {
     /// writer's queue and waiting to be woken. Appends that share syncs still go through the
     /// writer's queue, which gathers them.
     nonisolated(nonsending) public func append(_ record: TransactionRecord, callerMayBlock: Bool) async throws(StoreError) {
-        if try enqueue(record, validated: false, mayLead: callerMayBlock) { writeAsLeader() }
+        takeTurn(try enqueue(record, validated: false, mayLead: callerMayBlock), for: record.number)
         try await waitUntilDurable(record.number)
     }
 
@@ -497,6 +602,12 @@ public final class Journal: Sendable {
             let step = state.withLock { s -> WriterStep in
                 let roll = !s.rollWaiters.isEmpty
                 if leading, wrote, s.failure == nil, s.pending.count > 0 || roll {
+                    if !roll, s.pendingOnThreads == s.pendingCount {
+                        // Every appender of what is pending waits on its own thread and will
+                        // write it: no need to wake the writer's queue.
+                        s.writerScheduled = false
+                        return .idle
+                    }
                     return .handOff  // `writerScheduled` stays set: the queue takes over
                 }
                 guard s.failure == nil, let current = s.current, s.pending.count > 0 || roll else {
@@ -511,7 +622,10 @@ public final class Journal: Sendable {
                 // The buffer the last batch was written from becomes the next pending one.
                 s.pending = s.spareBatch
                 s.spareBatch = ByteWriter(capacity: 16)
-                defer { s.pendingCount = 0 }
+                defer {
+                    s.pendingCount = 0
+                    s.pendingOnThreads = 0
+                }
                 return .write(batch: batch, last: s.pendingLast, count: s.pendingCount, current: current, roll: roll)
             }
             switch step {
@@ -618,6 +732,7 @@ public final class Journal: Sendable {
             s.current = current
             s.lastWritten = last
             if durability != .none { s.lastDurable = last }
+            durableThrough.store(last, ordering: .releasing)
             s.statistics.writes += 1
             s.statistics.bytes += Int64(batch.count)
             if durability == .full { s.statistics.syncs += 1 }

@@ -35,12 +35,12 @@ extension Store {
         // A poisoned or closed journal refuses every commit as such, before conflicts are
         // looked for against transactions that were never made durable.
         try journal.checkAccepting()
-        let (notification, generation, resolved, lead) = try commitState.withLock {
-            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Bool) in
+        let (notification, generation, resolved, turn) = try commitState.withLock {
+            (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Journal.AppendTurn) in
             let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
             let record = plan.record(number: s.head.transaction + 1)
             // The merge policy may have dropped every change: then there is nothing to commit.
-            if record.isEmpty { return (nil, s.head, plan.resolved, false) }
+            if record.isEmpty { return (nil, s.head, plan.resolved, .none) }
             // Checked against the schema as it is encoded, in one pass over its values.
             var encoded = try journal.encode(record, validated: false)
             let next: Generation
@@ -58,17 +58,18 @@ extension Store {
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
             pending.withLock { $0.append((next, notification)) }
-            let lead: Bool
+            let turn: Journal.AppendTurn
             do throws(StoreError) {
-                lead = try journal.enqueue(encoded, mayLead: mayBlock)
+                turn = try journal.enqueue(encoded, mayLead: mayBlock)
             } catch {
                 pending.withLock { _ = $0.popLast() }
                 throw error
             }
             s.head = next
-            return (notification, next, plan.resolved, lead)
+            return (notification, next, plan.resolved, turn)
         }
-        if lead { journal.writeAsLeader() }  // outside the commit lock: others commit meanwhile
+        // Outside the commit lock: others commit meanwhile.
+        if let notification { journal.takeTurn(turn, for: notification.transaction) }
         guard let notification else {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }

@@ -11,8 +11,9 @@ import Darwin
 
 /// An appender whose thread may block can write its own transaction: when the writer is
 /// idle and appends have been coming one at a time, it writes and syncs on its own thread
-/// (no wake-up of the writer's queue and none back). Once appends share batches, they go
-/// through the writer's queue again, which gathers them.
+/// (no wake-up of the writer's queue and none back). Once appends share batches under
+/// `.full`, each waits on its own thread and the one completing a group writes it; appends
+/// that cannot wait so go through the writer's queue, which gathers them.
 @Suite struct LeadingWriterTests {
     typealias Rig = PoisonTests.Rig
     static var history: History { PoisonTests.history }
@@ -21,9 +22,9 @@ import Darwin
     /// Returns whether it led.
     @discardableResult
     static func leadingAppend(_ journal: Journal, _ number: UInt64) throws -> Bool {
-        let lead = try journal.enqueue(history.record(number), validated: false, mayLead: true)
-        if lead { journal.writeAsLeader() }
-        return lead
+        let turn = try journal.enqueue(history.record(number), validated: false, mayLead: true)
+        journal.takeTurn(turn, for: number)
+        return turn == .lead
     }
 
     /// Marks the calling thread, so that a file hook can tell whether it runs there.
@@ -60,7 +61,7 @@ import Darwin
         #expect(try await recover(memory.crashed(seed: 1, mode: .powerLoss)).state == Self.history.model(count))
     }
 
-    @Test("appends arriving while a leader syncs go to the writer's queue, and shared batches stop leading")
+    @Test("appends arriving while a lone leader syncs go to the writer's queue; once batches are shared, appenders wait in groups")
     func handOffAndGroups() async throws {
         let rig = try Rig()
         let journal = rig.journal
@@ -70,9 +71,10 @@ import Darwin
         // other tests hold them.
         let leader = BlockingCall { try Self.leadingAppend(journal, 1) }
         try #require(await eventually { rig.gate.isHolding })
-        // The writer is busy (in the leader's hands): these neither lead nor start it.
-        #expect(try journal.enqueue(Self.history.record(2), validated: false, mayLead: true) == false)
-        #expect(try journal.enqueue(Self.history.record(3), validated: false, mayLead: true) == false)
+        // The writer is busy (in the leader's hands) and appends have come one at a time:
+        // these neither lead nor start it.
+        #expect(try journal.enqueue(Self.history.record(2), validated: false, mayLead: true) == .none)
+        #expect(try journal.enqueue(Self.history.record(3), validated: false, mayLead: true) == .none)
         rig.gate.releaseHeld()
         #expect(try await leader.result(within: 30), "the first append led")
         #expect(journal.lastDurableTransaction >= 1)
@@ -80,10 +82,14 @@ import Darwin
         try await withTimeout(30, "transactions 2 and 3") { try await journal.waitUntilDurable(3) }
         #expect(journal.statistics.syncs - syncsBefore == 2, "\(journal.statistics)")
         #expect(journal.statistics.writesByAppenders == 1)
-        // Appends have shared a batch lately, so the next one goes through the queue too.
+        // Appends have shared a batch lately: the next waits for a group on its thread and,
+        // alone, writes itself once the group's time is up — the writer's queue has no part.
         await rig.settle()
-        #expect(try journal.enqueue(Self.history.record(4), validated: false, mayLead: true) == false)
+        let turn = try journal.enqueue(Self.history.record(4), validated: false, mayLead: true)
+        #expect(turn != .none, "\(turn)")
+        try await onOwnThread { journal.takeTurn(turn, for: 4) }
         try await withTimeout(30, "transaction 4") { try await journal.waitUntilDurable(4) }
+        #expect(journal.statistics.writesByAppenders == 2)
         await journal.close()
         #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
         try await PoisonTests.expectReopen(rig.memory, acked: 4, written: 4)
