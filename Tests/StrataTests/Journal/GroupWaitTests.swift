@@ -16,25 +16,6 @@ import Darwin
 @Suite struct GroupWaitTests {
     static let history = History(seed: 4242, count: 160)
 
-    /// A journal whose syncs each take about a millisecond (a disk, simulated), so that
-    /// appenders arrive while one is in progress and groups form.
-    struct SlowRig {
-        let memory = InMemoryFileIO()
-        let checker: IOOrderingChecker
-        let journal: Journal
-
-        init() throws {
-            checker = IOOrderingChecker(wrapping: memory)
-            let checker = self.checker
-            let slow = HookedFileIO(wrapping: checker) { call in
-                if call == .sync { usleep(1_000) }
-            }
-            journal = try Journal.create(at: storePath, schema: Fixtures.songbook, configuration: .init(fileIO: slow) {
-                checker.noteAcknowledged(path: $0, durableThrough: $1)
-            })
-        }
-    }
-
     /// Numbers and enqueues transactions in order, as the store does under its commit lock.
     final class Sequencer: Sendable {
         private let next = Locked<UInt64>(1)
@@ -82,7 +63,7 @@ import Darwin
     @Test("appenders on their own threads share syncs in groups they write themselves, with or without a task appender among them",
           arguments: [false, true])
     func groupsWriteThemselves(withTaskAppender: Bool) async throws {
-        let rig = try SlowRig()
+        let rig = try PoisonTests.Rig(syncMicroseconds: 1_000)
         let journal = rig.journal
         let count = UInt64(Self.history.count)
         let sequencer = Sequencer(journal, limit: count)

@@ -30,14 +30,20 @@ import Darwin
         let gate = SyncGate()
         let journal: Journal
 
-        init(segmentSize: Int = 64 << 20) throws {
+        /// `syncMicroseconds`: how long each file sync takes (a disk, simulated), so that
+        /// appenders arrive while one is in progress.
+        init(segmentSize: Int = 64 << 20, syncMicroseconds: UInt32 = 0) throws {
             checker = IOOrderingChecker(wrapping: memory)
             faults = FaultInjectingFileIO(wrapping: checker)
             let gate = self.gate
             let checker = self.checker
+            let hook: @Sendable (FileCall) -> Void = { call in
+                gate.observe(call)
+                if call == .sync, syncMicroseconds > 0 { usleep(syncMicroseconds) }
+            }
             journal = try Journal.create(
                 at: storePath, schema: Fixtures.songbook,
-                configuration: .init(segmentSize: segmentSize, fileIO: HookedFileIO(wrapping: faults) { gate.observe($0) }) {
+                configuration: .init(segmentSize: segmentSize, fileIO: HookedFileIO(wrapping: faults, hook: hook)) {
                     checker.noteAcknowledged(path: $0, durableThrough: $1)
                 })
         }
