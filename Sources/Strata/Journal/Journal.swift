@@ -177,7 +177,10 @@ public final class Journal: Sendable {
         }
 
         /// Whether recent batches held several transactions: several appenders are active.
-        var batchesShared: Bool { recentBatchCounts.contains { $0 > 1 } }
+        var batchesShared: Bool { groupSize > 1 }
+
+        /// How many transactions a group gathers: as many as the largest of the recent batches.
+        var groupSize: Int { recentBatchCounts.max() ?? 0 }
 
         /// Folds the time since the last sync ended into ``regroupNanoseconds``.
         mutating func noteRegroup() {
@@ -356,7 +359,7 @@ public final class Journal: Sendable {
                 s.pendingOnThreads += 1
                 if s.writerScheduled { return .turn(.waitInGroup(deadline: now + s.lastSyncNanoseconds)) }
                 let deadline = s.gatherDeadline
-                guard s.pendingCount >= s.recentBatchCounts.max() ?? 0 || now >= deadline || !s.rollWaiters.isEmpty else {
+                guard s.pendingCount >= s.groupSize || now >= deadline || !s.rollWaiters.isEmpty else {
                     return .turn(.waitInGroup(deadline: deadline))
                 }
                 s.noteRegroup()
@@ -437,7 +440,7 @@ public final class Journal: Sendable {
                         // Nobody writes the pending group: write it once it is complete or
                         // its time is up (the waiter that gets here first).
                         let deadline = s.gatherDeadline
-                        guard s.pendingCount >= s.recentBatchCounts.max() ?? 0 || now >= deadline else { return .again(at: deadline) }
+                        guard s.pendingCount >= s.groupSize || now >= deadline else { return .again(at: deadline) }
                         s.noteRegroup()
                         s.writerScheduled = true
                         return .lead
@@ -569,11 +572,10 @@ public final class Journal: Sendable {
     private func gatherGroup() {
         guard configuration.durability == .full else { return }
         let plan = state.withLock { s -> (target: Int, deadline: UInt64)? in
-            let group = s.recentBatchCounts.max() ?? 0
+            let group = s.groupSize
             guard s.failure == nil, s.rollWaiters.isEmpty, group > 1, s.pendingCount > 0, s.pendingCount < group
             else { return nil }
-            let allowance = min(max(s.lastSyncNanoseconds, s.regroupNanoseconds * 3 / 2), 2_000_000)
-            return (group, s.lastSyncEnded + allowance)
+            return (group, s.gatherDeadline)
         }
         guard let plan else { return }
         var seen = arrivals.load(ordering: .acquiring)
