@@ -366,6 +366,15 @@ public final class Journal: Sendable {
                 s.writerScheduled = true
                 return .turn(.lead)
             }
+            if mayLead, configuration.durability == .relaxed {
+                // A write without a sync takes microseconds: there is no group to wait for.
+                // Write what is pending now, or wait on the caller's thread for whoever is
+                // writing (it writes what arrives meanwhile before it stops).
+                s.pendingOnThreads += 1
+                if s.writerScheduled { return .turn(.waitInGroup(deadline: now)) }
+                s.writerScheduled = true
+                return .turn(.lead)
+            }
             guard !s.writerScheduled else { return .turn(.none) }
             s.writerScheduled = true
             if mayLead, !shared, configuration.durability != .none {
@@ -439,7 +448,7 @@ public final class Journal: Sendable {
                     if !s.writerScheduled {
                         // Nobody writes the pending group: write it once it is complete or
                         // its time is up (the waiter that gets here first).
-                        let deadline = s.gatherDeadline
+                        let deadline = configuration.durability == .full ? s.gatherDeadline : now
                         guard s.pendingCount >= s.groupSize || now >= deadline else { return .again(at: deadline) }
                         s.noteRegroup()
                         s.writerScheduled = true
@@ -599,11 +608,18 @@ public final class Journal: Sendable {
     private func runWriter(leading: Bool = false) {
         var mayPoll = !leading
         var wrote = false
+        var batchesForOthers = 0
         while true {
             if !leading { gatherGroup() }
             let step = state.withLock { s -> WriterStep in
                 let roll = !s.rollWaiters.isEmpty
-                if leading, wrote, s.failure == nil, s.pending.count > 0 || roll {
+                // Unsynced writes are cheap: under `.relaxed` a leader writes what came
+                // meanwhile from appenders waiting on their threads (a few batches at most,
+                // so that its own caller is not held up for long), rather than have them
+                // look again.
+                let keepLeading = configuration.durability == .relaxed && !roll && s.pendingOnThreads == s.pendingCount
+                    && batchesForOthers < 4
+                if leading, wrote, s.failure == nil, s.pending.count > 0 || roll, !keepLeading {
                     if !roll, s.pendingOnThreads == s.pendingCount {
                         // Every appender of what is pending waits on its own thread and will
                         // write it: no need to wake the writer's queue.
@@ -644,6 +660,7 @@ public final class Journal: Sendable {
                 mayPoll = arrived
             case .write(let batch, let last, let count, var current, let rolling):
                 mayPoll = !leading
+                if leading, wrote { batchesForOthers += 1 }
                 wrote = true
                 do throws(StoreError) {
                     if batch.count > 0 {

@@ -12,7 +12,8 @@ import Darwin
 /// Appenders whose threads may block, sharing syncs under `.full`: each waits for its
 /// group on its own thread and the one completing the group (or the first past the group's
 /// deadline) writes it, without the writer's queue; appenders that cannot wait so still go
-/// through the queue; a failure reaches every waiter.
+/// through the queue; a failure reaches every waiter. Under `.relaxed` such appenders write
+/// their own transactions, and whoever is writing takes what arrives meanwhile.
 @Suite struct GroupWaitTests {
     static let history = History(seed: 4242, count: 160)
 
@@ -136,5 +137,27 @@ import Darwin
         await PoisonTests.expectRefusal(journal, next: 6)
         await journal.close()
         try await PoisonTests.expectReopen(rig.memory, acked: 4, written: 5)
+    }
+
+    @Test("under .relaxed, appenders on their own threads write their transactions themselves, a writer taking what arrives meanwhile")
+    func relaxedAppendersWriteThemselves() async throws {
+        let rig = try PoisonTests.Rig(durability: .relaxed, writeMicroseconds: 200)
+        let journal = rig.journal
+        let count = UInt64(Self.history.count)
+        let sequencer = Sequencer(journal, limit: count)
+        let threads = (0..<3).map { _ in Self.threadAppender(sequencer) }
+        var turns: [Journal.AppendTurn] = []
+        for thread in threads { turns += try await thread.result(within: 120) }
+        #expect(journal.lastDurableTransaction == count)
+        let statistics = journal.statistics
+        #expect(statistics.appends == Int(count))
+        #expect(statistics.syncs == 0, "\(statistics)")
+        #expect(statistics.writes < Int(count), "appends that arrived during a write shared the next: \(statistics)")
+        #expect(statistics.writesByAppenders > statistics.writes / 2, "appenders wrote (nearly) every batch themselves: \(statistics)")
+        #expect(turns.contains(.lead))
+        #expect(turns.contains { if case .waitInGroup = $0 { true } else { false } }, "some appenders waited for a writer")
+        await journal.close()
+        let recovered = try await recover(rig.memory.crashed(seed: 12, mode: .processCrash))
+        #expect(recovered.state == Self.history.model(count))
     }
 }

@@ -30,9 +30,10 @@ import Darwin
         let gate = SyncGate()
         let journal: Journal
 
-        /// `syncMicroseconds`: how long each file sync takes (a disk, simulated), so that
-        /// appenders arrive while one is in progress.
-        init(segmentSize: Int = 64 << 20, syncMicroseconds: UInt32 = 0) throws {
+        /// `syncMicroseconds` and `writeMicroseconds`: how long each file sync and write
+        /// take (a disk, simulated), so that appenders arrive while one is in progress.
+        init(segmentSize: Int = 64 << 20, durability: Durability = .full,
+             syncMicroseconds: UInt32 = 0, writeMicroseconds: UInt32 = 0) throws {
             checker = IOOrderingChecker(wrapping: memory)
             faults = FaultInjectingFileIO(wrapping: checker)
             let gate = self.gate
@@ -40,10 +41,11 @@ import Darwin
             let hook: @Sendable (FileCall) -> Void = { call in
                 gate.observe(call)
                 if call == .sync, syncMicroseconds > 0 { usleep(syncMicroseconds) }
+                if call == .write, writeMicroseconds > 0 { usleep(writeMicroseconds) }
             }
             journal = try Journal.create(
                 at: storePath, schema: Fixtures.songbook,
-                configuration: .init(segmentSize: segmentSize, fileIO: HookedFileIO(wrapping: faults, hook: hook)) {
+                configuration: .init(durability: durability, segmentSize: segmentSize, fileIO: HookedFileIO(wrapping: faults, hook: hook)) {
                     checker.noteAcknowledged(path: $0, durableThrough: $1)
                 })
         }
