@@ -412,7 +412,9 @@ public final class Journal: Sendable {
     /// group of appenders that each wait for their acknowledgement re-forms after every
     /// sync, and a parked waiter must first be woken — on a virtual machine a thread
     /// wake-up costs about as much as a small commit — while the next sync waits for the
-    /// slowest of them.
+    /// slowest of them. Under `.relaxed` an unsynced write takes microseconds: such an
+    /// appender writes what is pending when nobody is writing, and otherwise waits for the
+    /// writer, which takes what arrives meanwhile.
     enum AppendTurn: Equatable {
         /// Nothing: the writer's queue writes the transaction (or, under `.none`, it is
         /// already acknowledged).
@@ -537,10 +539,12 @@ public final class Journal: Sendable {
     ///
     /// With `callerMayBlock` — the caller runs on a thread that may block on I/O: a private
     /// serial queue's executor, a thread of its own; never the cooperative pool or the main
-    /// actor — an append that finds the writer idle, with appends lately coming one at a
-    /// time, writes and syncs its transaction on the caller's thread instead of waking the
-    /// writer's queue and waiting to be woken. Appends that share syncs still go through the
-    /// writer's queue, which gathers them.
+    /// actor — the append may be written on the caller's thread instead of waking the
+    /// writer's queue and waiting to be woken (see ``AppendTurn``): a lone append that finds
+    /// the writer idle writes and syncs its transaction itself; under `.full`, appends that
+    /// share syncs wait for their group on their threads and the one completing it writes
+    /// it; under `.relaxed`, an append writes what is pending, or waits for whoever is
+    /// writing to take it.
     nonisolated(nonsending) public func append(_ record: TransactionRecord, callerMayBlock: Bool) async throws(StoreError) {
         takeTurn(try enqueue(record, validated: false, mayLead: callerMayBlock), for: record.number)
         try await waitUntilDurable(record.number)
