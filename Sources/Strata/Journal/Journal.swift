@@ -205,6 +205,9 @@ public final class Journal: Sendable {
         var current: CurrentSegment?
         var checkpoint: (through: UInt64, path: String)?
         var rollWaiters: [CheckedContinuation<Void, any Error>] = []
+        /// Callers of ``Journal/flush()`` waiting until the transaction numbered `target` is
+        /// written.
+        var flushWaiters: [(target: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
         var statistics = Statistics()
     }
 
@@ -515,12 +518,38 @@ public final class Journal: Sendable {
     /// Under ``Durability/full`` and ``Durability/relaxed`` a transaction is written once it
     /// is durable. Under ``Durability/none`` appends are acknowledged before they are
     /// written: flush before reading ``transactions(after:)`` or copying the store's files.
+    ///
+    /// It also waits for whatever the writer's queue was given before the call (writing
+    /// zeros ahead of the appends, for one). It returns at once if the journal has failed
+    /// or closed.
     public func flush() async {
+        let target = state.withLock { $0.lastEnqueued }
         // The writer drains everything pending before its queue runs anything queued after
         // the append that scheduled it.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             writerQueue.async { continuation.resume() }
         }
+        // But an appender writing on its own thread hands what arrived meanwhile to the
+        // queue only when it is done, which may be after the step above was queued: wait
+        // for the transactions themselves.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if s.lastWritten >= target || s.failure != nil || s.isClosed { return true }
+                s.flushWaiters.append((target, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Takes the ``State/flushWaiters`` whose transactions are written (all of them if
+    /// `all`), for the caller to resume once it has unlocked the state.
+    private static func takeFlushWaiters(_ s: inout State, all: Bool = false) -> [CheckedContinuation<Void, Never>] {
+        guard !s.flushWaiters.isEmpty else { return [] }
+        let written = s.lastWritten
+        let ready = s.flushWaiters.filter { all || $0.target <= written }.map(\.continuation)
+        s.flushWaiters.removeAll { all || $0.target <= written }
+        return ready
     }
 
     /// Registers the closure called on the writer's queue whenever transactions become
@@ -751,7 +780,7 @@ public final class Journal: Sendable {
             // whatever the observer publishes already in place.
             observer(last)
         }
-        let ready = state.withLock { s in
+        let (ready, flushers) = state.withLock { s in
             s.current = current
             s.lastWritten = last
             if durability != .none { s.lastDurable = last }
@@ -766,9 +795,10 @@ public final class Journal: Sendable {
             let durable = s.lastDurable
             let ready = s.waiters.filter { $0.number <= durable }.map(\.continuation)
             s.waiters.removeAll { $0.number <= durable }
-            return ready
+            return (ready, Self.takeFlushWaiters(&s))
         }
         for continuation in ready { continuation.resume() }
+        for flusher in flushers { flusher.resume() }
     }
 
     /// Starts a new segment after `current` and makes it the one appends go to.
@@ -819,17 +849,18 @@ public final class Journal: Sendable {
     }
 
     func poison(_ error: StoreError) {
-        let waiters = state.withLock { s in
+        let (waiters, flushers) = state.withLock { s in
             if s.failure == nil { s.failure = error }
             s.writerScheduled = false
             defer {
                 s.waiters = []
                 s.rollWaiters = []
             }
-            return s.waiters.map(\.continuation) + s.rollWaiters
+            return (s.waiters.map(\.continuation) + s.rollWaiters, Self.takeFlushWaiters(&s, all: true))
         }
         let failure = Self.poisoned(by: error, path: path)
         for waiter in waiters { waiter.resume(throwing: failure) }
+        for flusher in flushers { flusher.resume() }
     }
 
     /// Asks the writer to start a new segment and waits until it has (used by compaction,
@@ -887,10 +918,11 @@ public final class Journal: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             writerQueue.async {
                 self.compactionQueue.sync {
-                    let (wasOpen, current) = self.state.withLock { s -> (Bool, CurrentSegment?) in
+                    let (wasOpen, current, flushers) = self.state.withLock { s -> (Bool, CurrentSegment?, [CheckedContinuation<Void, Never>]) in
                         defer { s.isClosed = true }
-                        return (!s.isClosed, s.current)
+                        return (!s.isClosed, s.current, Self.takeFlushWaiters(&s, all: true))
                     }
+                    for flusher in flushers { flusher.resume() }
                     guard wasOpen else { return }
                     if let current {
                         if self.configuration.durability != .full, self.failure == nil { try? self.io.sync(current.descriptor) }

@@ -133,6 +133,33 @@ import Darwin
         let recovered = try await recover(memory.crashed(seed: 3, mode: .powerLoss))
         #expect(recovered.state == Self.history.model(10))
     }
+
+    @Test("flush waits for a transaction that a leading appender hands to the writer's queue after the flush began")
+    func flushWaitsForWhatALeaderHandsOver() async throws {
+        let rig = try Rig()
+        let journal = rig.journal
+        // 1 leads on its own thread; its sync is held.
+        rig.gate.hold(sync: rig.gate.syncs)
+        let first = BlockingCall { try Self.leadingAppend(journal, 1) }
+        try #require(await eventually { rig.gate.isHolding })
+        // 2 arrives from a task meanwhile: the leader hands it to the writer's queue when it
+        // is done, after the flush below has queued its own step there.
+        let turn = try journal.enqueue(Self.history.record(2), validated: false, mayLead: false)
+        #expect(turn == .none)
+        let flushing = Locked(false)
+        let flushed = Task { () -> UInt64 in
+            flushing.withLock { $0 = true }
+            await journal.flush()
+            return journal.state.withLock { $0.lastWritten }
+        }
+        try #require(await eventually { flushing.withLock { $0 } })
+        rig.gate.releaseHeld()
+        #expect(try await first.result(within: 30), "1 led")
+        let written = try await withTimeout(30, "flush") { await flushed.value }
+        #expect(written >= 2, "flush returned with transaction 2 unwritten (written through \(written))")
+        await journal.close()
+        #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
+    }
 }
 
 /// A blocking call started at once on a thread of its own, whose result is awaited later.
