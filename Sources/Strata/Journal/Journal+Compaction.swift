@@ -37,11 +37,32 @@ extension Journal {
                              "the checkpoint source is at transaction \(through) but the journal's last is \(lastTransaction)",
                              path: path, transaction: through)
         }
+        try beginCompaction()
+        defer { endCompaction() }
         try await waitUntilDurable(through)
         try await rollSegment()
         return try await onCompactionQueue { () throws(StoreError) -> CompactionReport in
             try self.writeCheckpoint(source)
         }
+    }
+
+    /// Counts a compaction in, so that closing waits for it; refused once closing began.
+    private func beginCompaction() throws(StoreError) {
+        try state.withLock { (s) throws(StoreError) in
+            if s.isClosed || s.isClosing { throw Self.closedError(s, path: path) }
+            s.compactionsInFlight += 1
+        }
+    }
+
+    /// Counts a compaction out, resuming a closing that waits for the last one.
+    private func endCompaction() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.compactionsInFlight -= 1
+            guard s.compactionsInFlight == 0 else { return [] }
+            defer { s.closeWaiters = [] }
+            return s.closeWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// The blocking part of compaction; runs on the compaction queue.

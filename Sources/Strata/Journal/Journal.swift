@@ -201,6 +201,14 @@ public final class Journal: Sendable {
         var waiters: [(number: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var failure: StoreError?
         var isClosed = false
+        /// Set when ``Journal/close()`` begins: appends and compactions are refused from then
+        /// on, while those already accepted finish.
+        var isClosing = false
+        /// Compactions between their start and their end: closing waits for them (they
+        /// write, rename and remove files, which must not happen once the lock is released).
+        var compactionsInFlight = 0
+        /// Closings waiting for ``compactionsInFlight`` to reach zero.
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var segments: [Segment]
         var current: CurrentSegment?
         var checkpoint: (through: UInt64, path: String)?
@@ -336,7 +344,7 @@ public final class Journal: Sendable {
         // (After a hand-over, `writer` is the emptied batch buffer: it is pooled in turn.)
         defer { recycle(&writer) }
         let role = try state.withLock { (s) throws(StoreError) -> EnqueueOutcome in
-            if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
+            if s.isClosed || s.isClosing { throw Self.closedError(s, path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
             guard number == s.lastEnqueued + 1 else {
                 throw StoreError(.invalidTransaction,
@@ -583,9 +591,14 @@ public final class Journal: Sendable {
     /// caller refuse early, before work that assumes the append can happen).
     func checkAccepting() throws(StoreError) {
         try state.withLock { (s) throws(StoreError) in
-            if s.isClosed { throw StoreError(.closed, "the journal was closed", path: path) }
+            if s.isClosed || s.isClosing { throw Self.closedError(s, path: path) }
             if let failure = s.failure { throw Self.poisoned(by: failure, path: path) }
         }
+    }
+
+    /// The error for a call that a closed (or closing) journal refuses.
+    static func closedError(_ s: State, path: String) -> StoreError {
+        StoreError(.closed, s.isClosed ? "the journal was closed" : "the journal is closing", path: path)
     }
 
     static func poisoned(by failure: StoreError, path: String) -> StoreError {
@@ -903,8 +916,10 @@ public final class Journal: Sendable {
 
     /// Writes what is pending, syncs, closes the files and releases the write lock.
     ///
-    /// Transactions still waiting are acknowledged (or fail) first. Afterwards every call
-    /// throws ``StoreError/Code/closed``.
+    /// From the moment it is called, appends and compactions are refused with
+    /// ``StoreError/Code/closed``; those accepted before finish first (transactions are
+    /// written and acknowledged, or fail; a compaction under way completes). Afterwards
+    /// every call throws ``StoreError/Code/closed``.
     public func close() async {
         _ = await close(releasingLock: true)
     }
@@ -913,16 +928,40 @@ public final class Journal: Sendable {
     /// the next handle on the same store (a migration reopening a store under a new schema
     /// never lets another writer in between).
     func close(releasingLock: Bool) async -> StoreLock? {
-        let last = lastTransaction
-        try? await waitUntilDurable(last)
+        // Refuse new appends and compactions; let those accepted finish: compactions first
+        // (they may still need the writer to roll a segment), then every transaction
+        // enqueued is written (under `.full` and `.relaxed`: acknowledged).
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s -> Bool in
+                s.isClosing = true
+                if s.compactionsInFlight == 0 { return true }
+                s.closeWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+        await flush()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             writerQueue.async {
                 self.compactionQueue.sync {
-                    let (wasOpen, current, flushers) = self.state.withLock { s -> (Bool, CurrentSegment?, [CheckedContinuation<Void, Never>]) in
-                        defer { s.isClosed = true }
-                        return (!s.isClosed, s.current, Self.takeFlushWaiters(&s, all: true))
+                    let (wasOpen, current, flushers, waiters) = self.state.withLock {
+                        s -> (Bool, CurrentSegment?, [CheckedContinuation<Void, Never>], [CheckedContinuation<Void, any Error>]) in
+                        defer {
+                            s.isClosed = true
+                            // Nothing writes after this: a writer queued behind this step
+                            // finds no segment and goes idle.
+                            s.current = nil
+                            s.waiters = []
+                            s.rollWaiters = []
+                        }
+                        return (!s.isClosed, s.current, Self.takeFlushWaiters(&s, all: true),
+                                s.waiters.map(\.continuation) + s.rollWaiters)
                     }
                     for flusher in flushers { flusher.resume() }
+                    // None should be left (every transaction enqueued was written, or a
+                    // failure resumed its waiters); one that is is told the journal closed
+                    // rather than left waiting.
+                    for waiter in waiters { waiter.resume(throwing: StoreError(.closed, "the journal was closed before the transaction was written", path: self.path)) }
                     guard wasOpen else { return }
                     if let current {
                         if self.configuration.durability != .full, self.failure == nil { try? self.io.sync(current.descriptor) }
