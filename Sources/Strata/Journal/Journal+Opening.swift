@@ -293,6 +293,9 @@ struct StoreReplay {
             throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
         }
         let codec = self.codec!
+        do throws(ReplayError) { try target.beginCheckpoint(through: header.transaction) } catch {
+            throw corrupted("checkpoint: \(error.message)", path: path, offset: 8)
+        }
         let decoder = CheckpointDecoder(buffer, from: start, codec: codec, path: path)
         defer { decoder.stop() }
         var rows = 0

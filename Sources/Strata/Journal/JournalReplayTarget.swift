@@ -5,6 +5,8 @@
 public protocol JournalReplayTarget {
     /// Receives the schema the store was written with, before any row or transaction.
     mutating func prepare(schema: Schema) throws(ReplayError)
+    /// Receives the last transaction the checkpoint covers, before its rows.
+    mutating func beginCheckpoint(through transaction: UInt64) throws(ReplayError)
     /// Receives one row of the checkpoint.
     mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError)
     /// Receives the checkpoint's closing facts: the last transaction it covers and the
@@ -16,6 +18,7 @@ public protocol JournalReplayTarget {
 
 extension JournalReplayTarget {
     public mutating func prepare(schema: Schema) throws(ReplayError) {}
+    public mutating func beginCheckpoint(through transaction: UInt64) throws(ReplayError) {}
 }
 
 /// A replayed record that does not fit the state before it (an insert of an existing

@@ -43,6 +43,7 @@ struct StepContents: FallibleCheckpointSource {
     func generation(step: String) throws(MigrationError) -> Generation {
         var generation = Generation(schema: schema)
         do {
+            try generation.beginCheckpoint(through: lastTransaction)
             try forEachRow { row in try generation.loadCheckpointRow(row) }
             try generation.finishCheckpoint(through: lastTransaction, highestObjectNumbers: highestObjectNumbers)
         } catch {

@@ -10,6 +10,9 @@ enum AttributeCheck {
         guard value.attributeType == attribute.type else {
             return "\(value) is not a \(attribute.type.rawValue)"
         }
+        if attribute.isUnique, case .double(let number) = value, number.isNaN {
+            return "NaN cannot be a unique value: it equals no value, itself included"
+        }
         if let minimum = attribute.minimum, Value.compare(value, minimum) == .orderedAscending {
             return "\(value) is less than the minimum \(minimum)"
         }

@@ -24,8 +24,8 @@ final class SchemaLayout: Sendable {
         /// destination entity; -1 for attributes.
         let inverseIndexes: [Int]
         /// Per attribute: what a value must be when the attribute has no limits (min, max,
-        /// lengths), so that the commit checks such values without reading the attribute;
-        /// `nil` for an attribute with limits.
+        /// lengths) and is not a unique double (which must not be NaN), so that the commit
+        /// checks such values without reading the attribute; `nil` for the others.
         let plainChecks: [(type: AttributeType, optional: Bool)?]
 
         init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int],
@@ -102,7 +102,9 @@ final class SchemaLayout: Sendable {
                                     indexes[r.destination].flatMap { entities[$0].propertyIndex(named: r.inverse) } ?? -1
                                 },
                                 plainChecks: entity.attributes.map { a in
+                                    // (A unique double must not be NaN: that takes the full check.)
                                     a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
+                                        && !(a.isUnique && a.type == .double)
                                         ? (a.type, a.isOptional) : nil
                                 })
         }

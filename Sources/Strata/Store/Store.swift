@@ -197,6 +197,10 @@ struct DeferredGeneration: JournalReplayTarget {
         prepared = true
     }
 
+    mutating func beginCheckpoint(through transaction: UInt64) throws(ReplayError) {
+        try generation.beginCheckpoint(through: transaction)
+    }
+
     mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
         try generation.loadCheckpointRow(row)
     }

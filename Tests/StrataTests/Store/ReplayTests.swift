@@ -90,14 +90,15 @@ struct SongbookWorkload {
 
 @Suite struct ReplayTests {
     /// Checks that a reopened store holds what the live one held. Rows loaded from a
-    /// checkpoint have version 0; every row written after it has its transaction's number.
+    /// checkpoint have the checkpoint's transaction as their version; every row written
+    /// after it has its transaction's number.
     static func expectSameContents(_ live: Generation, _ replayed: Generation, checkpoint: UInt64, _ context: Comment) {
         #expect(replayed.transaction == live.transaction, context)
         #expect(replayed.totalCount == live.totalCount, context)
         let values = replayed.valuesByID
         for object in live.allObjects {
             #expect(values[object.id] == object.values, "\(context): \(object.id)")
-            let version: UInt64 = checkpoint > 0 && object.version <= checkpoint ? 0 : object.version
+            let version: UInt64 = checkpoint > 0 && object.version <= checkpoint ? checkpoint : object.version
             #expect(replayed.object(object.id)?.version == version, "\(context): version of \(object.id)")
             let entity = live.schema.entity(named: object.id.entity)!
             if let unique = entity.attributes.firstIndex(where: \.isUnique) {
