@@ -37,7 +37,7 @@ extension Store {
         try journal.checkAccepting()
         let (notification, generation, resolved, turn) = try commitState.withLock {
             (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Journal.AppendTurn) in
-            let plan = try CommitPlan(changes: changes, head: s.head, allocated: s.allocated)
+            let plan = try CommitPlan(changes: changes, head: s.head, unused: s.unused)
             let record = plan.record(number: s.head.transaction + 1)
             // The merge policy may have dropped every change: then there is nothing to commit.
             if record.isEmpty { return (nil, s.head, plan.resolved, .none) }
@@ -66,6 +66,7 @@ extension Store {
                 throw error
             }
             s.head = next
+            plan.useInsertedNumbers(&s.unused)
             return (notification, next, plan.resolved, turn)
         }
         // Outside the commit lock: others commit meanwhile.
@@ -90,11 +91,11 @@ struct CommitPlan {
     private(set) var deletions: [ObjectID] = []
     private(set) var resolved: [Conflict] = []
 
-    init(changes: ChangeSet, head: Generation, allocated: [UInt64]) throws(StoreError) {
+    init(changes: ChangeSet, head: Generation, unused: [UnusedNumbers]) throws(StoreError) {
         self.changes = changes
         self.head = head
         self.schema = head.schema
-        try checkIdentities(allocated: allocated)
+        try checkIdentities(unused: unused)
         try resolveConflicts()
     }
 
@@ -105,9 +106,28 @@ struct CommitPlan {
         return index
     }
 
-    /// Every object appears once; inserted IDs were allocated and are new; changed and
-    /// deleted objects are named correctly.
-    private func checkIdentities(allocated: [UInt64]) throws(StoreError) {
+    /// Marks the numbers of the inserted objects used, once the commit is accepted: none
+    /// of them can be inserted again.
+    func useInsertedNumbers(_ unused: inout [UnusedNumbers]) {
+        changes.inserted.withUnsafeBufferPointer { rows in
+            var last: (name: String, entity: Int)?
+            for i in rows.indices {
+                let id = rows[i].id
+                let entity: Int
+                if let last, last.name == id.entity {
+                    entity = last.entity
+                } else {
+                    entity = schema.entityIndex(named: id.entity)!
+                    last = (id.entity, entity)
+                }
+                unused[entity].use(id.number)
+            }
+        }
+    }
+
+    /// Every object appears once; inserted IDs were handed out by this store and never
+    /// inserted before; changed and deleted objects are named correctly.
+    private func checkIdentities(unused: [UnusedNumbers]) throws(StoreError) {
         // Passed along rather than captured: a captured variable is checked for exclusive
         // access at run time on every use.
         var seen = [RepeatDetector<UInt64>](repeating: RepeatDetector(), count: schema.entities.count)
@@ -130,11 +150,13 @@ struct CommitPlan {
                     last = (id.entity, entity)
                 }
                 try once(id, entity, &seen)
-                guard id.number >= 1, id.number <= allocated[entity] else {
-                    throw StoreError(.invalidTransaction, "\(id) was not allocated by this store; get IDs from allocateObjectIDs(for:)", object: id)
-                }
-                guard head.tables[entity][id.number] == nil else {
-                    throw StoreError(.invalidTransaction, "\(id) already exists; insert each object once", object: id)
+                guard unused[entity].contains(id.number) else {
+                    if head.tables[entity][id.number] != nil {
+                        throw StoreError(.invalidTransaction, "\(id) already exists; insert each object once", object: id)
+                    }
+                    throw StoreError(.invalidTransaction,
+                                     "\(id) was not handed out by this store, or its object was inserted before (an ID is never reused, even after its object is deleted); get new IDs from allocateObjectIDs(for:)",
+                                     object: id)
                 }
             }
         }

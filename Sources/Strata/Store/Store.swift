@@ -47,11 +47,23 @@ public final class Store: Sendable {
         var head: Generation
         /// The highest object number handed out per entity (by storage index).
         var allocated: [UInt64]
+        /// Per entity, the numbers this store handed out that no commit has inserted yet:
+        /// the only ones an insert may take.
+        var unused: [UnusedNumbers]
+
+        /// Hands out `count` numbers of the entity at `index`; returns the first.
+        mutating func allocate(_ count: UInt64, entity index: Int) -> UInt64 {
+            let first = allocated[index] + 1
+            allocated[index] += count
+            unused[index].add(first..<first + count)
+            return first
+        }
     }
 
     private init(journal: Journal, generation: Generation) {
         self.journal = journal
-        self.commitState = Locked(CommitState(head: generation, allocated: generation.highestNumbers))
+        self.commitState = Locked(CommitState(head: generation, allocated: generation.highestNumbers,
+                                              unused: Array(repeating: UnusedNumbers(), count: generation.highestNumbers.count)))
         self.published = Locked(generation)
         self.publishing = Locked(generation.transaction)
         // Publish on the journal's writer queue as soon as a batch is durable: committers
@@ -99,19 +111,13 @@ public final class Store: Sendable {
         }
         precondition(count >= 0, "allocateObjectIDs: count \(count) is negative")
         let name = schema.entities[index].name
-        let first = commitState.withLock { s in
-            defer { s.allocated[index] += UInt64(count) }
-            return s.allocated[index] + 1
-        }
+        let first = commitState.withLock { s in s.allocate(UInt64(count), entity: index) }
         return (0..<UInt64(count)).map { ObjectID(entity: name, number: first + $0) }
     }
 
     /// Hands out one new object ID (the fast path of ``allocateObjectIDs(for:count:)``).
     func allocateObjectID(entity index: Int) -> ObjectID {
-        let number = commitState.withLock { s in
-            s.allocated[index] += 1
-            return s.allocated[index]
-        }
+        let number = commitState.withLock { s in s.allocate(1, entity: index) }
         return ObjectID(entity: schema.layout.entities[index].name, number: number)
     }
 
@@ -122,6 +128,7 @@ public final class Store: Sendable {
         commitState.withLock { s in
             guard number > s.allocated[index] else { return false }
             s.allocated[index] = number
+            s.unused[index].add(number..<number + 1)
             return true
         }
     }

@@ -1,0 +1,55 @@
+/// The object numbers of one entity that a store has handed out and no commit has used
+/// yet: the only numbers an insert may take, so that a number, once its object is
+/// inserted, is never inserted again — not even after that object is deleted.
+///
+/// Numbers are handed out in increasing order (from the entity's counter), so they are
+/// kept as sorted, disjoint ranges; inserts usually take them in order too, from the front
+/// of a range, which costs a binary search and a bound's change.
+struct UnusedNumbers: Sendable {
+    private var ranges: [Range<UInt64>] = []
+
+    /// Adds `numbers`, which lie above every number added before.
+    mutating func add(_ numbers: Range<UInt64>) {
+        guard !numbers.isEmpty else { return }
+        if let last = ranges.last {
+            precondition(numbers.lowerBound >= last.upperBound, "object numbers are handed out in increasing order")
+            if last.upperBound == numbers.lowerBound {
+                ranges[ranges.count - 1] = last.lowerBound..<numbers.upperBound
+                return
+            }
+        }
+        ranges.append(numbers)
+    }
+
+    /// Whether `number` was handed out and not used.
+    func contains(_ number: UInt64) -> Bool {
+        guard let index = rangeIndex(of: number) else { return false }
+        return ranges[index].contains(number)
+    }
+
+    /// Marks `number` used; it must be unused.
+    mutating func use(_ number: UInt64) {
+        guard let index = rangeIndex(of: number), ranges[index].contains(number) else {
+            preconditionFailure("object number \(number) is used twice")
+        }
+        let range = ranges[index]
+        if range.lowerBound == number {
+            if range.count == 1 { ranges.remove(at: index) } else { ranges[index] = number + 1..<range.upperBound }
+        } else if range.upperBound == number + 1 {
+            ranges[index] = range.lowerBound..<number
+        } else {
+            ranges[index] = range.lowerBound..<number
+            ranges.insert(number + 1..<range.upperBound, at: index + 1)
+        }
+    }
+
+    /// The index of the last range starting at or below `number`.
+    private func rangeIndex(of number: UInt64) -> Int? {
+        var low = 0, high = ranges.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ranges[middle].lowerBound <= number { low = middle + 1 } else { high = middle }
+        }
+        return low == 0 ? nil : low - 1
+    }
+}
