@@ -109,7 +109,18 @@ struct CommitPlan {
     /// Marks the numbers of the inserted objects used, once the commit is accepted: none
     /// of them can be inserted again.
     func useInsertedNumbers(_ unused: inout [UnusedNumbers]) {
-        changes.inserted.withUnsafeBufferPointer { rows in
+        do {
+            try forEachInsertedID { (id, entity) throws(StoreError) in unused[entity].use(id.number) }
+        } catch {
+            preconditionFailure("the inserted objects' entities were checked when the plan was made: \(error)")
+        }
+    }
+
+    /// Calls `body` with each inserted object's ID and entity index, reading only the IDs
+    /// (copying a row retains its values) and looking an entity up once per run of rows of
+    /// the same entity.
+    private func forEachInsertedID(_ body: (ObjectID, Int) throws(StoreError) -> Void) throws(StoreError) {
+        try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
             var last: (name: String, entity: Int)?
             for i in rows.indices {
                 let id = rows[i].id
@@ -117,10 +128,10 @@ struct CommitPlan {
                 if let last, last.name == id.entity {
                     entity = last.entity
                 } else {
-                    entity = schema.entityIndex(named: id.entity)!
+                    entity = try entityIndex(id)
                     last = (id.entity, entity)
                 }
-                unused[entity].use(id.number)
+                try body(id, entity)
             }
         }
     }
@@ -136,28 +147,15 @@ struct CommitPlan {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
-        // Reads only each row's ID (copying a row retains its values), and looks an entity
-        // up once per run of rows of the same entity.
-        try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
-            var last: (name: String, entity: Int)?
-            for i in rows.indices {
-                let id = rows[i].id
-                let entity: Int
-                if let last, last.name == id.entity {
-                    entity = last.entity
-                } else {
-                    entity = try entityIndex(id)
-                    last = (id.entity, entity)
+        try forEachInsertedID { (id, entity) throws(StoreError) in
+            try once(id, entity, &seen)
+            guard unused[entity].contains(id.number) else {
+                if head.tables[entity][id.number] != nil {
+                    throw StoreError(.invalidTransaction, "\(id) already exists; insert each object once", object: id)
                 }
-                try once(id, entity, &seen)
-                guard unused[entity].contains(id.number) else {
-                    if head.tables[entity][id.number] != nil {
-                        throw StoreError(.invalidTransaction, "\(id) already exists; insert each object once", object: id)
-                    }
-                    throw StoreError(.invalidTransaction,
-                                     "\(id) was not handed out by this store, or its object was inserted before (an ID is never reused, even after its object is deleted); get new IDs from allocateObjectIDs(for:)",
-                                     object: id)
-                }
+                throw StoreError(.invalidTransaction,
+                                 "\(id) was not handed out by this store, or its object was inserted before (an ID is never reused, even after its object is deleted); get new IDs from allocateObjectIDs(for:)",
+                                 object: id)
             }
         }
         for update in changes.updated {
