@@ -38,6 +38,10 @@ open class ManagedObject {
     final var lifecycle: Lifecycle = .persistent
     /// The graph's change counter when the object last changed.
     final var lastChange: UInt64 = 0
+    /// While a save that captured the object is in flight: the storage indexes set since the
+    /// capture (a key set back to its value from before the save leaves ``changedKeys`` but
+    /// is still a change to what the save makes the base). Emptied by a rollback or refresh.
+    final var keysSetDuringSave: Set<Int>?
 
     enum Lifecycle: Equatable {
         case inserted

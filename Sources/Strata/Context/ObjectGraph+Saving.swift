@@ -117,6 +117,8 @@ extension ObjectGraph {
         let insertedObjects = inserted.sorted().map { registered[$0]! }
         let updatedObjects = updated.sorted().map { registered[$0]! }
         let deletedObjects = deleted.sorted().map { registered[$0]! }
+        for object in insertedObjects { object.keysSetDuringSave = [] }
+        for object in updatedObjects { object.keysSetDuringSave = [] }
         return SaveCapture(
             stamp: changeCounter,
             inserted: insertedObjects,
@@ -134,6 +136,8 @@ extension ObjectGraph {
     /// save to the parent). Objects changed while the save was in flight keep those changes.
     func finishSave(_ capture: SaveCapture, committed: Generation?) {
         func rebase(_ object: ManagedObject, sent: [Value]) {
+            let setDuringSave = object.keysSetDuringSave ?? []
+            object.keysSetDuringSave = nil
             var values = sent
             var version = object.baseVersion
             if let committed {
@@ -150,15 +154,21 @@ extension ObjectGraph {
                 // Changed while the save ran. If a merge based it on a state newer than the
                 // save, keys outside its changes hold those merged values, which become part
                 // of its base; otherwise (a rollback, a refresh) they take what was saved.
+                // (Keys set during the save keep their values, even one set back to its value
+                // from before the save, which took it out of `changedKeys`.)
                 var newBase = values
                 let mergedNewer = object.baseVersion > version
                 for index in newBase.indices where !object.changedKeys.contains(index) {
-                    if mergedNewer { newBase[index] = object.storage[index] } else { object.storage[index] = values[index] }
+                    if mergedNewer {
+                        newBase[index] = object.storage[index]
+                    } else if !setDuringSave.contains(index) {
+                        object.storage[index] = values[index]
+                    }
                 }
                 object.base = newBase
                 object.baseVersion = max(version, object.baseVersion)
                 object.lifecycle = .persistent
-                object.changedKeys = Set(object.changedKeys.filter { object.storage[$0] != newBase[$0] })
+                object.changedKeys = object.changedKeys.union(setDuringSave).filter { object.storage[$0] != newBase[$0] }
                 setTracking(object)
                 noteChanged(object)
                 return
@@ -472,5 +482,6 @@ extension ObjectGraph {
         setTracking(object)
         noteChanged(object)
         pendingNotification.inserted.insert(object.objectID)
+        notePendingUnique(of: object)
     }
 }

@@ -222,9 +222,7 @@ final class ObjectGraph {
         inserted.insert(id)
         touch(object)
         pendingNotification.inserted.insert(id)
-        if let unique = schema.layout.entities[entity].uniqueAttribute, !values[unique].isNull {
-            pendingUniques[entity, default: [:]][values[unique]] = id
-        }
+        notePendingUnique(of: object)
         object.awakeFromInsert()
         return object
     }
@@ -297,6 +295,7 @@ final class ObjectGraph {
     /// Sets a value with no checks and no inverse maintenance, tracking the change.
     func setPrimitive(_ object: ManagedObject, index: Int, value: Value) {
         object.storage[index] = value
+        object.keysSetDuringSave?.insert(index)
         switch object.lifecycle {
         case .inserted:
             object.changedKeys.insert(index)
@@ -311,9 +310,17 @@ final class ObjectGraph {
         // Objects inserted in an earlier turn and not yet saved are reported as updated too
         // (live results showing them must refresh); in their own turn, as inserted only.
         pendingNotification.noteUpdate(object.objectID, key: layout.propertyNames[index])
-        if index == layout.uniqueAttribute, !value.isNull {
-            pendingUniques[object.entityIndex, default: [:]][value] = object.objectID
-        }
+        if index == layout.uniqueAttribute { notePendingUnique(of: object) }
+    }
+
+    /// Records the unique value `object` holds now (if it has one), so that lookups by
+    /// unique key in this context find it before it is saved (see
+    /// ``uniqueHolder(entity:value:excluding:)``): objects inserted here, given a new key
+    /// here, or inserted by a child's save.
+    func notePendingUnique(of object: ManagedObject) {
+        guard let unique = schema.layout.entities[object.entityIndex].uniqueAttribute else { return }
+        let value = object.storage[unique]
+        if !value.isNull { pendingUniques[object.entityIndex, default: [:]][value] = object.objectID }
     }
 
     static func targets(_ value: Value) -> [ObjectID] {
@@ -559,9 +566,11 @@ final class ObjectGraph {
                 unregister(object.objectID)
                 pendingNotification.invalidated.insert(object.objectID)
             case .persistent, .deleted:
-                guard object.lifecycle == .deleted || !object.changedKeys.isEmpty, let base = object.base else { continue }
+                guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
+                      let base = object.base else { continue }
                 object.storage = base
                 object.changedKeys = []
+                if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
                 object.lifecycle = .persistent
                 setTracking(object)
                 touch(object)
@@ -584,6 +593,7 @@ final class ObjectGraph {
             pendingNotification.invalidated.insert(object.objectID)
             return
         }
+        if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
         if mergeChanges && object.lifecycle == .persistent {
             let kept = object.changedKeys.map { ($0, object.storage[$0]) }
             object.storage = row.values
