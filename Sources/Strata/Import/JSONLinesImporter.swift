@@ -238,7 +238,23 @@ public struct JSONLinesImporter {
         staged[object].line = line
         for (index, value) in properties {
             if index < e.attributeCount {
-                if index == e.unique, !isNew { continue }  // the key that found the object
+                if index == e.unique, !isNew {
+                    // Found by its key: the key stays. Found by "id": the line may give it a
+                    // new key (no other object holds it: checked above).
+                    let current = staged[object].values[index]
+                    let given = key ?? .null
+                    guard given != current else { continue }
+                    if given.isNull, !e.entity.attributes[index].isOptional {
+                        throw fail("\(e.name).\(e.entity.attributes[index].name): a value is required (the attribute is not optional)")
+                    }
+                    staged[object].values[index] = given
+                    if !current.isNull { keyIndex[entity][current] = Self.releasedKey }
+                    if let key {
+                        keyIndex[entity][key] = staged[object].id
+                        resolvePending(.key(key), entity: entity, target: object)
+                    }
+                    continue
+                }
                 staged[object].values[index] = try convert(value, attribute: index, of: e, line: line)
             } else {
                 try setRelationship(object, index, value, line: line)
@@ -265,8 +281,12 @@ public struct JSONLinesImporter {
     }
 
     /// The object (existing or new in this import) of an entity with a unique value.
+    /// Marks in ``keyIndex`` a key its holder gave up in this batch (a line with its
+    /// `"id"` gave it another): no object holds it until a line claims it.
+    private static let releasedKey = ObjectID(entity: "", number: 0)
+
     private func lookup(_ key: Value, entity: Int) -> ObjectID? {
-        if let id = keyIndex[entity][key] { return id }
+        if let id = keyIndex[entity][key] { return id.number == 0 ? nil : id }
         guard let number = head.uniqueIndexes[entity]?[key] else { return nil }
         return ObjectID(entity: info[entity].name, number: number)
     }
