@@ -53,7 +53,8 @@ import Darwin
                     let done = DispatchSemaphore(value: 0)
                     let journal = sequencer.journal
                     Task { try? await journal.waitUntilDurable(number); done.signal() }
-                    guard done.wait(timeout: .now() + 60) == .success else { throw TimedOut(what: "transaction \(number)", seconds: 60) }
+                    let seconds = 60.0 * Double(TestTiming.slowdown)
+                    guard done.wait(timeout: .now() + seconds) == .success else { throw TimedOut(what: "transaction \(number)", seconds: seconds) }
                 }
                 if let failure = sequencer.journal.failure { throw failure }
             }
