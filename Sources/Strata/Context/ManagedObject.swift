@@ -42,6 +42,10 @@ open class ManagedObject {
     /// capture (a key set back to its value from before the save leaves ``changedKeys`` but
     /// is still a change to what the save makes the base). Emptied by a rollback or refresh.
     final var keysSetDuringSave: Set<Int>?
+    /// The newest row merged into the object while it holds a conflict kept for its next
+    /// save (merge policy `error`): its base stays the old row, so that the save reports
+    /// the conflict, and a rollback takes this one instead.
+    final var mergedRowInConflict: (values: [Value], version: UInt64)?
 
     enum Lifecycle: Equatable {
         case inserted

@@ -138,6 +138,7 @@ extension ObjectGraph {
         func rebase(_ object: ManagedObject, sent: [Value]) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
+            object.mergedRowInConflict = nil
             var values = sent
             var version = object.baseVersion
             if let committed {
@@ -415,12 +416,20 @@ extension ObjectGraph {
             touched += 1
             let version = save.transaction ?? object.baseVersion
             if object.lifecycle == .deleted || object.changedKeys.isEmpty {
-                // Nothing of ours to keep (a pending deletion is checked against the store's version when saved).
+                // Nothing of ours to keep. A pending deletion keeps its base version (it is
+                // checked against the store's when saved) but takes the values, so that
+                // rolling it back shows the current ones.
+                if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs {
+                    object.storage = theirs
+                    object.base = theirs
+                    pendingNotification.refreshed.insert(id)
+                }
                 if object.lifecycle == .persistent {
                     guard object.storage != theirs || object.baseVersion != version else { continue }
                     object.storage = theirs
                     object.base = theirs
                     object.baseVersion = version
+                    object.mergedRowInConflict = nil
                     noteChanged(object)
                     pendingNotification.refreshed.insert(id)
                 }
@@ -451,7 +460,10 @@ extension ObjectGraph {
         case .error:
             // Keep ours and the old base version: the save will report the conflict.
             if !conflicting.isEmpty {
+                // The keys we did not change take their values; the base stays, for the
+                // conflict, and a rollback takes the merged row.
                 for index in theirs.indices where !object.changedKeys.contains(index) { object.storage[index] = theirs[index] }
+                object.mergedRowInConflict = (theirs, version)
                 noteChanged(object)
                 pendingNotification.refreshed.insert(object.objectID)
                 return conflicts
@@ -469,6 +481,7 @@ extension ObjectGraph {
         object.storage = values
         object.base = theirs
         object.baseVersion = version
+        object.mergedRowInConflict = nil
         object.changedKeys = Set(keepOurs.filter { values[$0] != theirs[$0] })
         setTracking(object)
         noteChanged(object)

@@ -567,8 +567,14 @@ final class ObjectGraph {
                 pendingNotification.invalidated.insert(object.objectID)
             case .persistent, .deleted:
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
-                      let base = object.base else { continue }
-                object.storage = base
+                      object.base != nil else { continue }
+                if let merged = object.mergedRowInConflict {
+                    // A merge kept a conflict for the next save: go back to the merged row.
+                    object.base = merged.values
+                    object.baseVersion = merged.version
+                    object.mergedRowInConflict = nil
+                }
+                object.storage = object.base!
                 object.changedKeys = []
                 if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
                 object.lifecycle = .persistent
@@ -594,6 +600,7 @@ final class ObjectGraph {
             return
         }
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
+        object.mergedRowInConflict = nil
         if mergeChanges && object.lifecycle == .persistent {
             let kept = object.changedKeys.map { ($0, object.storage[$0]) }
             object.storage = row.values
