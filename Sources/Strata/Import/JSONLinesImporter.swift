@@ -345,6 +345,12 @@ public struct JSONLinesImporter {
         let destination = info[r.destination]
         func reference(_ json: JSON) throws(ImportError) -> Reference {
             if let u = destination.unique {
+                // A dump names an object whose (optional) key is null by its ID; no key but a
+                // string one reads the same, so for other keys "Entity/N" is the ID.
+                if destination.entity.attributes[u].type != .string, case .string(let text) = json,
+                   let id = ObjectID(parsing: text), id.entity == destination.name {
+                    return .id(id)
+                }
                 switch Value.fromJSON(json, as: destination.entity.attributes[u].type) {
                 case .success(let v) where !v.isNull: return .key(v)
                 case .success: break
