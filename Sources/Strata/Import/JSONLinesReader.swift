@@ -62,26 +62,30 @@ public final class JSONLinesReader {
         if ownsDescriptor { close(fd) }
     }
 
-    /// Hands the next line (without its line break, `\r\n` or `\n`) to `body`; the bytes are
-    /// valid only during the call. Returns `nil` at the end of the input.
+    /// Hands the next line (without its line break, `\r\n` or `\n`, and without a UTF-8 byte
+    /// order mark opening the input) to `body`; the bytes are valid only during the call.
+    /// Returns `nil` at the end of the input.
     public func nextLine<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(ReadError) -> Result<R, E>? {
         while true {
+            let lineEnd: Int, next: Int
             if let newline = findNewline() {
-                var lineEnd = newline
-                if lineEnd > start, buffer[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: buffer[start..<lineEnd])
-                start = newline + 1
-                lineNumber += 1
-                return Result { () throws(E) -> R in try body(line) }
-            }
-            if atEnd {
+                (lineEnd, next) = (newline, newline + 1)
+            } else if atEnd {
                 guard start < end else { return nil }
-                let line = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
-                start = end
-                lineNumber += 1
-                return Result { () throws(E) -> R in try body(line) }
+                (lineEnd, next) = (end, end)
+            } else {
+                try fill()
+                continue
             }
-            try fill()
+            var first = start, last = lineEnd
+            if last > first, buffer[last - 1] == UInt8(ascii: "\r") { last -= 1 }
+            if lineNumber == 0, last - first >= 3, buffer[first] == 0xEF, buffer[first + 1] == 0xBB, buffer[first + 2] == 0xBF {
+                first += 3
+            }
+            let line = UnsafeRawBufferPointer(rebasing: buffer[first..<last])
+            start = next
+            lineNumber += 1
+            return Result { () throws(E) -> R in try body(line) }
         }
     }
 

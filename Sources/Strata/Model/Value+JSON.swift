@@ -14,7 +14,10 @@ extension Value {
         case (.string, .string(let s)): return .success(.string(s))
         case (.int, .int(let i)): return .success(.int(i))
         case (.int, .double(let d)):
-            guard let i = Int64(exactly: d) else { return .failure(ValueConversionError(reason: "\(d) is not a whole number")) }
+            guard let i = Int64(exactly: d) else {
+                let reason = d.isFinite && d.rounded() == d ? "\(d) is outside the range of a 64-bit integer" : "\(d) is not a whole number"
+                return .failure(ValueConversionError(reason: reason))
+            }
             return .success(.int(i))
         case (.double, .double(let d)): return .success(.double(d))
         case (.double, .string(let s)) where Self.nonFiniteDoubles[s] != nil: return .success(.double(Self.nonFiniteDoubles[s]!))
