@@ -38,11 +38,6 @@ public struct Generation: Sendable {
     /// Unique values of checkpoint rows, collected while a checkpoint loads and indexed in
     /// bulk (much faster than one insertion per row), mostly while later rows load.
     private var checkpointIndexing: CheckpointIndexing?
-    /// The version given to checkpoint rows as they load: the checkpoint's transaction (a
-    /// checkpoint does not keep each row's own). Never 0, which a change set's base version
-    /// uses for "not read from the store": a row read from a checkpoint and changed since
-    /// must conflict like any other.
-    private var checkpointRowVersion: UInt64 = 1
 
     /// The schema and the index demand, shared by a generation and every one made from it.
     private final class Shared: Sendable {
@@ -254,12 +249,17 @@ public struct Generation: Sendable {
 
 extension Generation: JournalReplayTarget, CheckpointSource {
     public mutating func beginCheckpoint(through transaction: UInt64) throws(ReplayError) {
-        checkpointRowVersion = max(transaction, 1)
+        self.transaction = transaction
     }
 
     public mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
         guard let entity = schema.entityIndex(named: row.id.entity) else { throw ReplayError("unknown entity of \(row.id)") }
-        guard tables[entity].updateValue(StoredRow(values: row.values, version: checkpointRowVersion), forKey: row.id.number) == nil else {
+        // A checkpoint keeps no row's own version: its rows take the checkpoint's transaction
+        // (set by `beginCheckpoint`), never 0, which a change set's base version uses for
+        // "not read from the store" — a row read from a checkpoint and changed since must
+        // conflict like any other.
+        let version = max(transaction, 1)
+        guard tables[entity].updateValue(StoredRow(values: row.values, version: version), forKey: row.id.number) == nil else {
             throw ReplayError("the checkpoint holds \(row.id) twice")
         }
         if checkpointIndexing == nil { checkpointIndexing = CheckpointIndexing(entities: tables.count) }
