@@ -399,6 +399,7 @@ extension ObjectGraph {
             for id in save.updated { if let object = registered[id] { changed.append((id, object)) } }
             for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
         }
+        var dropped: [DroppedRelationship] = []
         for (id, object) in changed {
             guard object.isLoaded, let row = values[id] else { continue }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
@@ -435,12 +436,84 @@ extension ObjectGraph {
                 }
                 continue
             }
-            conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy)
+            conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy, dropped: &dropped)
         }
+        // Inverses last, once every object the save changed holds its merged values: what
+        // is left pointing the old way was put there by this context's own changes.
+        for change in dropped { restoreInverses(of: change) }
+        for id in save.deleted { if let object = registered[id] { forgetReferences(to: object) } }
         return (conflicts, touched)
     }
 
-    private func mergeChanged(_ object: ManagedObject, theirs: [Value], version: UInt64, policy: MergePolicy) -> [Conflict] {
+    /// A relationship change of this context's that a merge replaced by the save's value:
+    /// the objects only our value referred to, and those only theirs refers to.
+    struct DroppedRelationship {
+        let source: ObjectID
+        let index: Int
+        let info: RelationshipInfo
+        let lost: [ObjectID]
+        let gained: [ObjectID]
+    }
+
+    /// Brings the other side of a dropped relationship change in step: objects our value
+    /// referred to no longer refer back (a to-one goes back to its base value when that is
+    /// another object, which lists it again), objects theirs refers to refer back.
+    private func restoreInverses(of change: DroppedRelationship) {
+        let inverse = change.info.inverseIndex
+        for id in change.lost {
+            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            switch target.storage[inverse] {
+            case .objects(let ids) where ids.contains(change.source):
+                setPrimitive(target, index: inverse, value: .objects(ids.filter { $0 != change.source }))
+            case .object(let source) where source == change.source:
+                let before = target.base?[inverse] ?? .null
+                let previous = before.objectID.flatMap { $0 == change.source ? nil : registered[$0] }
+                setPrimitive(target, index: inverse, value: previous == nil ? .null : before)
+                // The object it went back to lists it again (a to-many on the other side).
+                if let previous, previous.isLoaded, previous.lifecycle == .persistent || previous.lifecycle == .inserted,
+                    case .objects(let ids) = previous.storage[change.index], !ids.contains(id)
+                {
+                    setPrimitive(previous, index: change.index, value: .objects(ids + [id]))
+                }
+            default:
+                break
+            }
+        }
+        for id in change.gained {
+            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            switch target.storage[inverse] {
+            case .objects(let ids) where !ids.contains(change.source):
+                setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
+            case .null:
+                setPrimitive(target, index: inverse, value: .object(change.source))
+            default:
+                break  // refers to another object by a change of its own: the next save checks it
+            }
+        }
+    }
+
+    /// An object another context deleted: objects here that this context's own changes made
+    /// refer to it let go of it (the store nullified the references it held).
+    private func forgetReferences(to deleted: ManagedObject) {
+        guard deleted.isLoaded else { return }
+        for (index, info) in relationships[deleted.entityIndex].enumerated() {
+            guard let info else { continue }
+            for id in Self.targets(deleted.storage[index]) {
+                guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+                switch target.storage[info.inverseIndex] {
+                case .object(let other) where other == deleted.objectID:
+                    setPrimitive(target, index: info.inverseIndex, value: .null)
+                case .objects(let ids) where ids.contains(deleted.objectID):
+                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids.filter { $0 != deleted.objectID }))
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    private func mergeChanged(_ object: ManagedObject, theirs: [Value], version: UInt64, policy: MergePolicy,
+                              dropped: inout [DroppedRelationship]) -> [Conflict] {
         let base = object.base ?? theirs
         let entity = schema.entities[object.entityIndex]
         var conflicting: [Int] = []
@@ -478,6 +551,12 @@ extension ObjectGraph {
         }
         var values = theirs
         for index in keepOurs { values[index] = object.storage[index] }
+        for index in object.changedKeys.subtracting(keepOurs) {
+            guard let info = relationships[object.entityIndex][index], object.storage[index] != values[index] else { continue }
+            let ours = Self.targets(object.storage[index]), theirs = Self.targets(values[index])
+            dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
+                                               lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+        }
         object.storage = values
         object.base = theirs
         object.baseVersion = version

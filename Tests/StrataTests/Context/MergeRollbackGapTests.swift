@@ -4,9 +4,8 @@ import Testing
 
 /// Rollbacks after merges show the merged values: after a merge into an object with a
 /// pending deletion, and after a merge that kept a conflict for the next save (merge policy
-/// `error`). The last test states a merge case not handled yet (docs/ARCHITECTURE.md,
-/// "Limits today") and is disabled with the reason; nothing inconsistent reaches the store
-/// in it — the next save is refused with `inverseViolation`.
+/// `error`). Merges that replace this context's own relationship changes, or delete an
+/// object they made others refer to, leave both sides of every relationship in step.
 @Suite struct MergeRollbackGapTests {
     typealias Pair = ContextMergeTests.Pair
 
@@ -53,7 +52,7 @@ import Testing
         await p.close()
     }
 
-    @Test("merge under storeWins of a moved to-one keeps inverses consistent", .disabled("known gap: a merged to-one change that overrides this context's own does not take the object out of the to-many list its own change put it in"))
+    @Test("merge under storeWins of a moved to-one keeps inverses consistent")
     func mergeMoveInverse() async throws {
         let p = try Pair()
         let o = try await seedSongbook(p.store)
@@ -75,10 +74,63 @@ import Testing
         #expect(artist == o.a3)
         #expect(a3Albums == [o.x])
         #expect(a2Albums == [], "a2.albums still lists x, whose artist is a3")
+        try await p.a.save()
+        #expect(p.store.currentGeneration.row(o.a2)?.values[albumsIndex(p.store)] == .objects([]))
         await p.close()
     }
+
+    @Test("merged deletion of an object this context made others refer to: the references go")
+    func mergedDeletionNullifiesOwnReferences() async throws {
+        let p = try Pair()
+        let o = try await seedSongbook(p.store)
+        await p.a.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        let saves = p.b.didSave()
+        await p.b.perform { c in c.delete(c.object(with: o.a2, as: Artist.self)) }
+        try await p.b.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        let (artist, a1Albums) = await p.a.perform { c in
+            (c.object(with: o.x, as: Album.self).artist?.objectID, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID))
+        }
+        #expect(artist == nil, "x still refers to the deleted a2")
+        #expect(a1Albums == [])
+        try await p.a.save()  // before: danglingReference
+        #expect(p.store.currentGeneration.row(o.x)?.values[artistIndex(p.store)] == .null)
+        await p.close()
+    }
+
+    @Test("merge under rollback of a to-many change: the objects it moved go back")
+    func rollbackPolicyRestoresMovedObjects() async throws {
+        let p = try Pair()
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(.rollback)
+        await p.a.perform { c in
+            let a2 = c.object(with: o.a2, as: Artist.self)
+            a2.albums = [c.object(with: o.x, as: Album.self)]
+            a2.name = "A"
+        }
+        let saves = p.b.didSave()
+        await p.b.perform { c in c.object(with: o.a2, as: Artist.self).name = "B" }
+        try await p.b.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        let (artist, a1Albums, a2Albums, pending) = await p.a.perform { c in
+            (c.object(with: o.x, as: Album.self).artist?.objectID, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), c.hasChanges)
+        }
+        #expect(a2Albums == [])
+        #expect(artist == o.a1, "x still refers to a2, which no longer lists it")
+        #expect(a1Albums == [o.x])
+        #expect(!pending, "every change of this context was rolled back by the policy")
+        await p.close()
+    }
+
 }
+
+private func albumsIndex(_ store: Store) -> Int { store.schema.entity(named: "Artist")!.propertyIndex(named: "albums")! }
+private func artistIndex(_ store: Store) -> Int { store.schema.entity(named: "Album")!.propertyIndex(named: "artist")! }
 
 extension ObjectContext {
     func setMergePolicyStoreWins() { mergePolicy = .storeWins }
+    func setMergePolicy(_ policy: MergePolicy) { mergePolicy = policy }
 }

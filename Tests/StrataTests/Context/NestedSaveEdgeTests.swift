@@ -64,4 +64,30 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) asyn
         #expect(fixture.generation.objects(of: "Artist").filter { $0.values[0] == .int(42) }.count == 1)
         await fixture.close()
     }
+
+    @Test("after a parent's rollback, a child's next save of a key it saved before is a conflict, not a silent overwrite")
+    func childSaveAfterParentRollback() async throws {
+        let f = try ContextFixture(.root)
+        let objects = try await seedSongbook(f.store)
+        let child = ObjectContext(parent: f.context, name: "child")
+        await child.perform { $0.object(with: objects.a1, as: Artist.self).name = "Child" }
+        try await child.save()
+        await f.context.rollback()
+        let parentName = await f.context.perform { $0.object(with: objects.a1, as: Artist.self).name }
+        #expect(parentName == "One")
+        await child.perform { $0.object(with: objects.a1, as: Artist.self).name = "Again" }
+        let error = await #expect(throws: StoreError.self) { try await child.save() }
+        #expect(error?.code == .conflict)
+        let conflict = try #require(error?.conflicts.first)
+        #expect(conflict.base == .string("Child") && conflict.theirs == .string("One"))
+        // Refreshing the child shows the parent's state again; the save then goes through.
+        await child.perform { c in
+            c.refresh(c.object(with: objects.a1, as: Artist.self), mergeChanges: false)
+            c.object(with: objects.a1, as: Artist.self).name = "Again"
+        }
+        try await child.save()
+        let saved = await f.context.perform { $0.object(with: objects.a1, as: Artist.self).name }
+        #expect(saved == "Again")
+        await f.close()
+    }
 }
