@@ -429,7 +429,10 @@ final class ObjectGraph {
         if wasInserted {
             inserted.remove(object.objectID)
             object.lifecycle = .discarded
-            pendingNotification.inserted.remove(object.objectID)
+            // Announced as inserted in an earlier turn: announce its deletion too, so that
+            // live results and observers let go of it.
+            if pendingNotification.inserted.remove(object.objectID) == nil { pendingNotification.deleted.insert(object.objectID) }
+            pendingNotification.updated.removeValue(forKey: object.objectID)
         } else {
             updated.remove(object.objectID)
             deleted.insert(object.objectID)

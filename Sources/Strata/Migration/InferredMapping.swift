@@ -39,14 +39,16 @@ struct InferredMapping: Sendable {
         self.source = source
         self.destination = destination
         destinationOfSource = source.entities.map { _ in nil }
-        for entity in destination.entities {
-            let sourceIndex = Self.match(entity.renamedFrom, entity.name) { source.entityIndex(named: $0) }
-            if let sourceIndex {
-                destinationOfSource[sourceIndex] = destination.entityIndex(named: entity.name)
-            }
+        // A source another destination renames from is that one's, even if a new entity
+        // takes its old name.
+        let renamedAway = Set(destination.entities.compactMap { $0.renamedFrom.flatMap(source.entityIndex(named:)) })
+        let sources = destination.entities.map { entity in
+            Self.match(entity.renamedFrom, entity.name, claimed: renamedAway) { source.entityIndex(named: $0) }
         }
-        for entity in destination.entities {
-            let sourceIndex = Self.match(entity.renamedFrom, entity.name) { source.entityIndex(named: $0) }
+        for (index, sourceIndex) in sources.enumerated() {
+            if let sourceIndex { destinationOfSource[sourceIndex] = index }
+        }
+        for (entity, sourceIndex) in zip(destination.entities, sources) {
             guard let sourceIndex else {
                 changes.append(SchemaChange(.addedEntity, entity: entity.name, "added"))
                 entities.append(EntityMapping(source: nil, properties: newValues(entity)))
@@ -63,10 +65,12 @@ struct InferredMapping: Sendable {
         }
     }
 
-    /// The first candidate name `lookup` finds.
-    private static func match(_ renamedFrom: String?, _ name: String, _ lookup: (String) -> Int?) -> Int? {
+    /// The first candidate name `lookup` finds: `renamedFrom`, else the same name unless
+    /// another property or entity renames from it (it is in `claimed`).
+    private static func match(_ renamedFrom: String?, _ name: String, claimed: Set<Int>, _ lookup: (String) -> Int?) -> Int? {
         if let renamedFrom, let found = lookup(renamedFrom) { return found }
-        return lookup(name)
+        guard let found = lookup(name), !claimed.contains(found) else { return nil }
+        return found
     }
 
     private func newValues(_ entity: Entity) -> [PropertySource] {
@@ -76,13 +80,16 @@ struct InferredMapping: Sendable {
     private mutating func mapProperties(of entity: Entity, from old: Entity) -> [PropertySource] {
         var result: [PropertySource] = []
         var used = Set<Int>()
+        let renamedAway = Set((entity.attributes.map(\.renamedFrom) + entity.relationships.map(\.renamedFrom)).compactMap {
+            $0.flatMap(old.propertyIndex(named:))
+        })
         for attribute in entity.attributes {
-            let index = Self.match(attribute.renamedFrom, attribute.name) { old.propertyIndex(named: $0) }
+            let index = Self.match(attribute.renamedFrom, attribute.name, claimed: renamedAway) { old.propertyIndex(named: $0) }
             result.append(mapAttribute(attribute, of: entity, from: old, at: index))
             if let index { used.insert(index) }
         }
         for relationship in entity.relationships {
-            let index = Self.match(relationship.renamedFrom, relationship.name) { old.propertyIndex(named: $0) }
+            let index = Self.match(relationship.renamedFrom, relationship.name, claimed: renamedAway) { old.propertyIndex(named: $0) }
             result.append(mapRelationship(relationship, of: entity, from: old, at: index))
             if let index { used.insert(index) }
         }

@@ -181,9 +181,11 @@ public final class MigrationDestination {
         return holders.count > 1 ? holders.min() : nil
     }
 
-    /// Whether a source object is one a transform made nothing from.
+    /// Whether a source object has nothing made from it: a transform made nothing, or the
+    /// step removes its entity (and no transform reads it).
     func isDropped(_ id: ObjectID) -> Bool {
-        guard let s = step.source.entityIndex(named: id.entity), step.transforms[step.source.entities[s].name] != nil else { return false }
+        guard let s = step.source.entityIndex(named: id.entity) else { return false }
+        guard step.transforms[step.source.entities[s].name] != nil else { return step.mapping.destinationOfSource[s] == nil }
         return slots.slot(made[s], id.number).isEmpty
     }
 

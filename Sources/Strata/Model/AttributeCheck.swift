@@ -13,6 +13,9 @@ enum AttributeCheck {
         if attribute.isUnique, case .double(let number) = value, number.isNaN {
             return "NaN cannot be a unique value: it equals no value, itself included"
         }
+        if value.isNaN, attribute.minimum != nil || attribute.maximum != nil {
+            return "NaN is outside every range (the attribute has a minimum or a maximum)"
+        }
         if let minimum = attribute.minimum, Value.compare(value, minimum) == .orderedAscending {
             return "\(value) is less than the minimum \(minimum)"
         }

@@ -4,16 +4,18 @@ extension Value {
     /// Compares two values of the same kind; `nil` when they cannot be ordered against
     /// each other (different kinds, or relationship values).
     ///
-    /// `int` and `double` compare numerically with each other. Strings compare by Unicode
-    /// scalar values (the same order in memory and in the store).
+    /// `int` and `double` compare numerically with each other; NaN is ordered against
+    /// nothing (every comparison with it is false). Strings compare by their UTF-8 bytes,
+    /// which is Unicode scalar order (the same order in memory and in the store).
     public static func compare(_ lhs: Value, _ rhs: Value) -> ComparisonResult? {
+        if lhs.isNaN || rhs.isNaN { return nil }
         func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
             a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
         switch (lhs, rhs) {
         case (.null, .null): return .orderedSame
         case (.string(let a), .string(let b)):
-            if a.utf8.elementsEqual(b.utf8) { return .orderedSame }
+            if sameBytes(a, b) { return .orderedSame }
             return a.utf8.lexicographicallyPrecedes(b.utf8) ? .orderedAscending : .orderedDescending
         case (.int(let a), .int(let b)): return order(a, b)
         case (.double(let a), .double(let b)): return order(a, b)

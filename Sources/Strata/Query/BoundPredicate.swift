@@ -410,9 +410,9 @@ struct BoundComparison {
     static func equal(_ l: Value, _ r: Value) -> Bool {
         switch (l, r) {
         case (.int, .double), (.double, .int): return Value.compare(l, r) == .orderedSame
-        // Byte-wise, like the indexes (Swift's == would also equate canonically equivalent forms).
-        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
-        default: return l == r
+        // IEEE 754: NaN equals nothing, itself included (as `<` and `>` are false with it).
+        case (.double(let a), .double(let b)): return a == b
+        default: return l == r  // strings byte-wise, like the indexes (see `Value`)
         }
     }
 

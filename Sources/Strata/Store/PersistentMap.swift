@@ -410,7 +410,7 @@ extension Value: PersistentHashable {
     public var persistentHash: UInt64 {
         switch self {
         case .int(let i): return mix64(UInt64(bitPattern: i))
-        case .double(let d): return mix64((d == 0 ? 0.0 : d).bitPattern ^ 0x5555_5555_5555_5555)  // 0.0 == -0.0
+        case .double(let d): return mix64((d == 0 ? 0.0 : d.isNaN ? .nan : d).bitPattern ^ 0x5555_5555_5555_5555)  // 0.0 == -0.0, NaNs equal
         case .bool(let b): return b ? 0xA5A5_A5A5_A5A5_A5A5 : 0x5A5A_5A5A_5A5A_5A5A
         case .date(let d):
             let t = d.timeIntervalSinceReferenceDate

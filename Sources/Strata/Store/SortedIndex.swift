@@ -52,7 +52,8 @@ struct SortedIndex: Sendable {
         }
     }
 
-    /// Values in index order: null first, then `Value.compare` (NaN after every number).
+    /// Values in index order, a total order: null first, then `Value.compare`, with NaN
+    /// after every number (and equal to itself) and objects by entity, then number.
     static func compare(_ a: Value, _ b: Value) -> ComparisonResult {
         switch (a.isNull, b.isNull) {
         case (true, true): return .orderedSame
@@ -60,16 +61,18 @@ struct SortedIndex: Sendable {
         case (false, true): return .orderedDescending
         default: break
         }
-        if let order = Value.compare(a, b) {
-            if order == .orderedSame, case .double(let x) = a, case .double(let y) = b, x.isNaN != y.isNaN {
-                return x.isNaN ? .orderedDescending : .orderedAscending
-            }
-            if order != .orderedSame { return order }
-            if case .double(let x) = a, x.isNaN, case .double(let y) = b, !y.isNaN { return .orderedDescending }
-            return order
+        let (x, y) = (a.isNaN, b.isNaN)
+        if x || y { return x == y ? .orderedSame : (x ? .orderedDescending : .orderedAscending) }
+        if let order = Value.compare(a, b) { return order }
+        switch (a, b) {
+        case (.object(let p), .object(let q)):
+            if p.entity != q.entity { return p.entity < q.entity ? .orderedAscending : .orderedDescending }
+            return p.number == q.number ? .orderedSame : (p.number < q.number ? .orderedAscending : .orderedDescending)
+        default:
+            // Different kinds cannot meet in one attribute's index; order them stably anyway.
+            if a == b { return .orderedSame }
+            return String(describing: a) < String(describing: b) ? .orderedAscending : .orderedDescending
         }
-        // Different kinds cannot meet in one attribute's index; order them stably anyway.
-        return String(describing: a) < String(describing: b) ? .orderedAscending : .orderedDescending
     }
 
     /// The index of the first leaf whose last entry is not before `entry` (where `entry` belongs).

@@ -49,4 +49,23 @@ extension ConstraintTests {
         #expect(store.currentGeneration.objects(of: "Point").count == 1)
         await store.close()
     }
+
+    static let ranged = try! Schema("Ranged", version: 1, entities: [
+        Entity("Reading", attributes: [Attribute("level", .double, min: .double(0), max: .double(10))]),
+    ])
+
+    @Test("NaN is outside a double's declared range")
+    func nanIsOutsideEveryRange() async throws {
+        let directory = TemporaryDirectory("constraint-nan-range")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, schema: Self.ranged)
+        let id = store.allocateObjectIDs(for: "Reading")[0]
+        let refused = await #expect(throws: StoreError.self) {
+            try await store.commit(ChangeSet(inserted: [RowImage(id: id, values: [.double(.nan)])]))
+        }
+        #expect(refused?.code == .invalidValue)
+        #expect(refused?.message.contains("NaN") == true, "\(refused?.message ?? "")")
+        #expect(store.currentGeneration.objects(of: "Reading").isEmpty)
+        await store.close()
+    }
 }

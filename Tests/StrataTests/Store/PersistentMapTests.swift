@@ -65,12 +65,17 @@ struct CollidingKey: PersistentHashable, CustomStringConvertible {
     }
 
     @Test func valueHashesAgreeWithEquality() {
-        let pairs: [(Value, Value)] = [(.double(0.0), .double(-0.0)), (.int(7), .int(7)), (.string("é"), .string("e\u{301}")),
+        let pairs: [(Value, Value)] = [(.double(0.0), .double(-0.0)), (.int(7), .int(7)), (.string("é"), .string("\u{E9}")),
+                                       (.double(.nan), .double(-.nan)), (.double(.nan), .double(.signalingNaN)),
                                        (.date(Date(timeIntervalSinceReferenceDate: 0)), .date(Date(timeIntervalSinceReferenceDate: -0.0)))]
         for (a, b) in pairs {
             #expect(a == b)
             #expect(a.persistentHash == b.persistentHash, "\(a) and \(b) are equal but hash differently")
         }
+        // Strings are their bytes: two spellings of "é" are two values (as predicates and
+        // indexes compare them).
+        #expect(Value.string("\u{E9}") != .string("e\u{301}"))
+        #expect(Value.string("ab") != .string("a"))
     }
 
     @Test func copiesShareUntilChanged() {
