@@ -9,8 +9,9 @@ enum ImportCommand {
         help: """
             Reads one object per line, {"entity": "Album", "values": {"albumID": 1, "artist": 1}},
             from FILE.jsonl (or standard input for -). Relationships name their destination by
-            its unique attribute (or "Entity/N" where it has none); references to objects later
-            in the input are resolved when they appear. A line whose unique key exists updates
+            its unique attribute (or "Entity/N" where it has none); {"id": "Entity/N"} names
+            any object by ID (dump writes it for an object whose string key is null).
+            References to objects later in the input are resolved when they appear. A line whose unique key exists updates
             that object (only the keys given change). Inverse relationships are kept in step.
             A line may carry "id": "Entity/N" (dump writes it): a new object keeps that number
             when the store has not used it. Infinite and NaN doubles are the strings

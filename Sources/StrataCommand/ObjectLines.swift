@@ -3,7 +3,9 @@ import Strata
 /// Objects in the `query --format jsonl` and `dump` form:
 /// `{"entity":"Artist","id":"Artist/1","values":{"artistID":1,"name":"AC/DC","albums":[1,4]}}`,
 /// every property in storage order, relationships by the destination's unique key (or by
-/// `Entity/N` where the destination has none) — the form `import` reads back.
+/// `Entity/N` where the destination has none) — the form `import` reads back. An object
+/// whose optional key is null is named by its ID: `"Entity/N"`, or `{"id": "Entity/N"}`
+/// where the key is a string (a string key could read `"Entity/N"` as a key).
 struct ObjectLines {
     let generation: Generation
     private let schema: Schema
@@ -38,17 +40,21 @@ struct ObjectLines {
         return .object([("entity", .string(object.id.entity)), ("id", .string(object.id.description)), ("values", .object(values))])
     }
 
-    /// How a relationship names an object: its unique value, or its ID.
+    /// How a relationship names an object: its unique value, or its ID (in a form no key
+    /// reads the same: `{"id": "Entity/N"}` where the key is a string).
     func reference(_ id: ObjectID) -> JSON {
-        if let entity = schema.entity(named: id.entity), let unique = entity.attributes.firstIndex(where: \.isUnique),
-            let target = generation.object(id), !target.values[unique].isNull
-        {
-            return target.values[unique].json
+        if let entity = schema.entity(named: id.entity), let unique = entity.attributes.firstIndex(where: \.isUnique) {
+            if let target = generation.object(id), !target.values[unique].isNull {
+                return target.values[unique].json
+            }
+            if entity.attributes[unique].type == .string {
+                return .object([("id", .string(id.description))])
+            }
         }
         return .string(id.description)
     }
 
-    /// A value as a table cell: text as it is, references by key, nothing for nil.
+    /// A value as a table cell: text as it is, references by key (or plain ID), nothing for nil.
     func cell(_ value: Value) -> String {
         switch value {
         case .null: ""
@@ -60,7 +66,10 @@ struct ObjectLines {
     }
 
     private func plain(_ json: JSON) -> String {
-        if case .string(let s) = json { return s }
-        return json.text
+        switch json {
+        case .string(let s): s
+        case .object(let pairs) where pairs.count == 1 && pairs[0].key == "id": plain(pairs[0].value)
+        default: json.text
+        }
     }
 }

@@ -4,8 +4,9 @@ import Foundation
 /// committing ``ChangeSet``s directly: no contexts, no managed objects.
 ///
 /// - Relationships name their destination by its unique attribute (or by `Entity/N` where
-///   the destination has none); a reference to an object that appears later is resolved
-///   when it does, and one still unresolved when the input ends is an error.
+///   the destination has none; `{"id": "Entity/N"}` names any object by ID); a reference to
+///   an object that appears later is resolved when it does, and one still unresolved when
+///   the input ends is an error.
 /// - A line whose entity has a unique attribute and names an existing key (in the store or
 ///   earlier in the input) updates that object: only the keys given change. A line may also
 ///   name its object by `"id": "Entity/N"`; a new object then keeps that number when the
@@ -344,9 +345,18 @@ public struct JSONLinesImporter {
         let name = "\(e.name).\(e.entity.propertyNames[index])"
         let destination = info[r.destination]
         func reference(_ json: JSON) throws(ImportError) -> Reference {
+            // {"id": "Entity/N"} names an object by ID whatever its entity's key: no key reads
+            // the same (a dump writes it for an object without a key where the key is a string).
+            if case .object(let pairs) = json {
+                guard pairs.count == 1, pairs[0].key == "id", case .string(let text) = pairs[0].value,
+                      let id = ObjectID(parsing: text), id.entity == destination.name else {
+                    throw ImportError(line: line, message: "\(name): a reference by ID is {\"id\": \"\(destination.name)/1\"}, not \(json.text)")
+                }
+                return .id(id)
+            }
             if let u = destination.unique {
-                // A dump names an object whose (optional) key is null by its ID; no key but a
-                // string one reads the same, so for other keys "Entity/N" is the ID.
+                // A dump names an object whose (optional) key is null by its ID, as "Entity/N"
+                // where no key reads the same: for a key that is not a string, that is the ID.
                 if destination.entity.attributes[u].type != .string, case .string(let text) = json,
                    let id = ObjectID(parsing: text), id.entity == destination.name {
                     return .id(id)

@@ -3,9 +3,9 @@ import Testing
 @testable import Strata
 @testable import StrataCommand
 
-/// Objects whose optional unique key is null are referred to by their IDs in a dump; for a
-/// key that is not a string, an import reads such a reference as the ID it is, so the
-/// dump imports back identically.
+/// Objects whose optional unique key is null are referred to by their IDs in a dump: as
+/// `"Entity/N"` where the key is not a string (an import reads that as the ID it is), as
+/// `{"id": "Entity/N"}` where it is one. Either way the dump imports back identically.
 extension ImportCommandTests {
     @Test func aDumpReferringToObjectsWithoutKeysImportsBack() async throws {
         let directory = TemporaryDirectory("strata-null-keys")
@@ -37,5 +37,49 @@ extension ImportCommandTests {
         let reimported = await runTool(["import", second, dumpFile])
         #expect(reimported.status == 0, "\(reimported.errors)")
         #expect(await runTool(["dump", second]).output == dump.output)
+    }
+
+    /// For a *string* key "Entity/N" is a key like any other text, so a dump names an object
+    /// without a key by `{"id": "Entity/N"}`, which no key can read the same. Here a parent
+    /// without a code and another whose code is the text "Parent/1" both import back as they were.
+    @Test func aDumpReferringToObjectsWithoutStringKeysImportsBack() async throws {
+        let directory = TemporaryDirectory("strata-null-string-keys")
+        defer { directory.remove() }
+        let model = directory.appending("model.json")
+        try #"""
+        {"name": "Kin", "version": 1, "entities": [
+          {"name": "Parent", "attributes": [{"name": "code", "type": "string", "unique": true, "optional": true}],
+           "relationships": [{"name": "kids", "destination": "Kid", "inverse": "parent", "toMany": true}]},
+          {"name": "Kid", "attributes": [{"name": "name", "type": "string", "unique": true, "optional": true}],
+           "relationships": [{"name": "parent", "destination": "Parent", "inverse": "kids"}]}
+        ]}
+        """#.write(toFile: model, atomically: true, encoding: .utf8)
+        let first = directory.appending("first"), second = directory.appending("second")
+        for store in [first, second] {
+            let created = await runTool(["create", store, "--model", model])
+            #expect(created.status == 0, "\(created.errors)")
+        }
+        let input = directory.appending("input.jsonl")
+        try [#"{"entity": "Parent", "values": {"kids": ["k"]}}"#,  // Parent/1, no code
+             #"{"entity": "Parent", "values": {"code": "Parent/1"}}"#,  // Parent/2, whose code reads like an ID
+             #"{"entity": "Kid", "values": {"name": "k"}}"#,
+             #"{"entity": "Kid", "values": {"parent": "Parent/1"}}"#]  // a key: Parent/2
+            .joined(separator: "\n").appending("\n").write(toFile: input, atomically: true, encoding: .utf8)
+        let imported = await runTool(["import", first, input])
+        #expect(imported.status == 0, "\(imported.errors)")
+        let dump = await runTool(["dump", first])
+        #expect(dump.output.contains(#""kids":[{"id":"Kid/2"}]"#), "\(dump.output)")
+        #expect(dump.output.contains(#""name":"k","parent":{"id":"Parent/1"}"#), "\(dump.output)")
+        #expect(dump.output.contains(#""name":null,"parent":"Parent/1""#), "\(dump.output)")
+        let dumpFile = directory.appending("dump.jsonl")
+        try dump.output.write(toFile: dumpFile, atomically: true, encoding: .utf8)
+        let reimported = await runTool(["import", second, dumpFile])
+        #expect(reimported.status == 0, "\(reimported.errors)")
+        #expect(await runTool(["dump", second]).output == dump.output)
+
+        // A table shows such a reference as the plain ID.
+        let table = await runTool(["query", first, "--entity", "Kid", "--format", "table"])
+        #expect(table.output.contains("Parent/1"), "\(table.output)")
+        #expect(!table.output.contains("{"), "\(table.output)")
     }
 }

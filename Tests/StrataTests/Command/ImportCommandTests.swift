@@ -172,6 +172,8 @@ import Testing
                  culprit: "Song.tags: no Tag with ID Tag/99"),
         BadInput(name: "reference of the wrong type", line: #"{"entity": "Album", "values": {"albumID": 9, "title": "x", "artist": "one"}}"#,
                  culprit: #"Album.artist: a reference to Artist by "artistID": expected an int, got a string"#),
+        BadInput(name: "reference by ID of the wrong form", line: #"{"entity": "Album", "values": {"albumID": 9, "title": "x", "artist": {"artistID": 1}}}"#,
+                 culprit: #"Album.artist: a reference by ID is {"id": "Artist/1"}, not {"artistID":1}"#),
         BadInput(name: "missing required relationship",
                  line: "{\"entity\": \"Song\", \"values\": {\"songID\": \"\(CommandFixtures.song(7))\", \"title\": \"t\", \"milliseconds\": 1}}",
                  culprit: "Song.album: the relationship is required"),
