@@ -81,8 +81,9 @@ public struct JSONLinesImporter {
     private var pending: [[Reference: [PendingReference]]]
     private var pendingCount = 0
     /// For each relationship of an object that has had a reference wait: how often a line
-    /// has set it since. A waiting reference made before the latest setting is stale (a
-    /// later line replaced the value) and is dropped instead of linked.
+    /// has set it since (directly, or a to-one through its inverse). A waiting reference made
+    /// before the latest setting is stale (a later line replaced the value) and is dropped
+    /// instead of linked.
     private var settings: [SourceKey: Int] = [:]
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
@@ -336,10 +337,7 @@ public struct JSONLinesImporter {
     // MARK: - Relationships
 
     private mutating func setRelationship(_ object: Int, _ index: Int, _ json: JSON, line: Int) throws(ImportError) {
-        // With no reference waiting, none can go stale: no need to count.
-        if pendingCount > 0, let count = settings[SourceKey(object: staged[object].id, property: index)] {
-            settings[SourceKey(object: staged[object].id, property: index)] = count + 1
-        }
+        replaced(staged[object].id, index)
         let e = info[staged[object].entity]
         let r = e.relationships[index - e.attributeCount]
         let name = "\(e.name).\(e.entity.propertyNames[index])"
@@ -432,6 +430,14 @@ public struct JSONLinesImporter {
         pendingCount += 1
     }
 
+    /// Counts a setting of a relationship: references it had waiting go stale.
+    private mutating func replaced(_ object: ObjectID, _ property: Int) {
+        // With no reference waiting, none can go stale: no need to count.
+        guard pendingCount > 0 else { return }
+        let key = SourceKey(object: object, property: property)
+        if let count = settings[key] { settings[key] = count + 1 }
+    }
+
     /// Whether a waiting reference still stands (no later line set its relationship).
     private func isCurrent(_ reference: PendingReference) -> Bool {
         settings[SourceKey(object: reference.source, property: reference.property)] == reference.setting
@@ -511,6 +517,9 @@ public struct JSONLinesImporter {
                 remove(target, from: touch(previous), index)
             }
             staged[other].values[r.inverse] = .object(id)
+            // Set through its inverse: a reference the relationship had waiting is replaced,
+            // as by a line that sets it (a to-many one only gains a member).
+            replaced(target, r.inverse)
         }
     }
 
