@@ -18,8 +18,10 @@ enum ImportCommand {
             "Infinity", "-Infinity" and "NaN".
 
             Without --batch-size the import is one transaction: all or nothing. With
-            --batch-size N a transaction is committed every N lines; --progress json then
-            prints {"event":"committed","transaction":17,"objects":4500} after each commit is
+            --batch-size N a transaction is committed every N lines, or later while a line of
+            the batch waits for an object further on (every line a commit counts is applied
+            in full); --progress json then prints
+            {"event":"committed","transaction":17,"objects":4500} after each commit is
             durable (objects: lines applied so far). --progress bar (the default on a terminal)
             draws a bar on standard error; none is silent.
 

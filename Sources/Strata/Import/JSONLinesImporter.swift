@@ -13,10 +13,11 @@ import Foundation
 ///   store has not handed it out yet (so a dump imported into a fresh store keeps its IDs).
 /// - Every relationship's inverse is kept in step, as a context would.
 /// - Without a batch size the whole input is one transaction; with one, a transaction is
-///   committed every `batchSize` lines (later if objects of the batch still wait for a
-///   required relationship to an object further on). Each commit is durable when reported.
+///   committed every `batchSize` lines, or later while a line of the batch still waits for
+///   an object further on: every line a commit counts is applied in full. Each commit is
+///   durable when reported.
 /// - Bad input throws ``ImportError`` naming the line; nothing after the last reported
-///   commit is committed.
+///   commit is committed, and the line named is never in a reported commit.
 ///
 /// ```swift
 /// let reader = try JSONLinesReader(path: "songs.jsonl")
@@ -77,14 +78,17 @@ public struct JSONLinesImporter {
     private var denseBase: [UInt64]
     /// New objects of the current batch by unique value, per entity.
     private var keyIndex: [[Value: ObjectID]]
-    /// References waiting for their destination, per destination entity.
+    /// References waiting for their destination, per destination entity (stale ones too).
     private var pending: [[Reference: [PendingReference]]]
     private var pendingCount = 0
     /// For each relationship of an object that has had a reference wait: how often a line
-    /// has set it since (directly, or a to-one through its inverse). A waiting reference made
-    /// before the latest setting is stale (a later line replaced the value) and is dropped
-    /// instead of linked.
-    private var settings: [SourceKey: Int] = [:]
+    /// has set it since (directly, or a to-one through its inverse), and how many of its
+    /// references still stand. A waiting reference made before the latest setting is stale
+    /// (a later line replaced the value) and is dropped instead of linked.
+    private var settings: [SourceKey: Setting] = [:]
+    /// The waiting references that still stand: while any does, its line is not complete
+    /// and the batch is not committed.
+    private var standingCount = 0
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
@@ -422,12 +426,14 @@ public struct JSONLinesImporter {
 
     private mutating func addPending(_ reference: Reference, destination: Int, source: ObjectID, property: Int, line: Int, order: [Reference]?) {
         let key = SourceKey(object: source, property: property)
-        let setting = settings[key] ?? 0
+        var setting = settings[key] ?? Setting()
+        setting.standing += 1
         settings[key] = setting
         pending[destination][reference, default: []].append(
             PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, order: order,
-                             setting: setting))
+                             setting: setting.count))
         pendingCount += 1
+        standingCount += 1
     }
 
     /// Counts a setting of a relationship: references it had waiting go stale.
@@ -435,12 +441,16 @@ public struct JSONLinesImporter {
         // With no reference waiting, none can go stale: no need to count.
         guard pendingCount > 0 else { return }
         let key = SourceKey(object: object, property: property)
-        if let count = settings[key] { settings[key] = count + 1 }
+        guard var setting = settings[key] else { return }
+        standingCount -= setting.standing
+        setting.count += 1
+        setting.standing = 0
+        settings[key] = setting
     }
 
     /// Whether a waiting reference still stands (no later line set its relationship).
     private func isCurrent(_ reference: PendingReference) -> Bool {
-        settings[SourceKey(object: reference.source, property: reference.property)] == reference.setting
+        settings[SourceKey(object: reference.source, property: reference.property)]?.count == reference.setting
     }
 
     /// The waiting references that still stand.
@@ -455,6 +465,8 @@ public struct JSONLinesImporter {
         defer { if pendingCount == 0 { settings.removeAll() } }
         let targetID = staged[target].id
         for reference in waiting where isCurrent(reference) {
+            settings[SourceKey(object: reference.source, property: reference.property)]?.standing -= 1
+            standingCount -= 1
             let source = touch(reference.source)
             link(source, reference.property, targetID)
             if let order = reference.order { reorder(source, reference.property, by: order) }
@@ -570,10 +582,12 @@ public struct JSONLinesImporter {
 
     // MARK: - Commits
 
-    /// Whether the staged objects can be committed now: every new object has its required
-    /// relationships, or waits for a reference still to come (then not yet).
+    /// Whether the staged objects can be committed now: no line of the batch waits for an
+    /// object further on (then not yet: a commit would hold that line in part, with the
+    /// relationship empty, whether or not the object ever appears), and every object has its
+    /// required relationships.
     private func readyToCommit() throws(ImportError) -> Bool {
-        var waiting: Set<ObjectID>?
+        guard standingCount == 0 else { return false }
         // Every staged object: a line may have taken the only target of an existing
         // object's required relationship (moving it to another owner).
         for object in staged {
@@ -581,10 +595,6 @@ public struct JSONLinesImporter {
             for (offset, r) in e.relationships.enumerated() where !r.optional {
                 let index = e.attributeCount + offset
                 guard object.values[index].referencedObjects.isEmpty else { continue }
-                if waiting == nil {
-                    waiting = Set(standingReferences.map(\.source))
-                }
-                if waiting!.contains(object.id) { return false }
                 throw ImportError(line: max(object.line, object.emptiedBy),
                                   message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
                                   + (object.base == nil ? "" : "; this line leaves \(object.id) without one"))
@@ -634,6 +644,12 @@ public struct JSONLinesImporter {
                 throw ImportError(line: line, message: error.message, storeError: error)
             }
         }
+        // Only stale references still wait (none stands when a batch is committed).
+        if pendingCount > 0 {
+            for entity in pending.indices { pending[entity].removeAll() }
+            pendingCount = 0
+            settings.removeAll()
+        }
         staged.removeAll(keepingCapacity: true)
         stagedIndex.removeAll(keepingCapacity: true)
         for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
@@ -676,6 +692,13 @@ extension JSONLinesImporter {
     struct SourceKey: Hashable {
         var object: ObjectID
         var property: Int
+    }
+
+    /// How often a relationship with references waiting has been set since the first, and
+    /// how many of the references made since the latest setting still wait.
+    struct Setting {
+        var count = 0
+        var standing = 0
     }
 
     /// An object the current batch creates or changes.
