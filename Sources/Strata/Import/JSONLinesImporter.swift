@@ -11,6 +11,7 @@ import Foundation
 ///   earlier in the input) updates that object: only the keys given change. A line may also
 ///   name its object by `"id": "Entity/N"`; a new object then keeps that number when the
 ///   store has not handed it out yet (so a dump imported into a fresh store keeps its IDs).
+///   A reference by ID to an object not seen yet waits for the line that gives that `"id"`.
 /// - Every relationship's inverse is kept in step, as a context would.
 /// - Without a batch size the whole input is one transaction; with one, a transaction is
 ///   committed every `batchSize` lines, or later while a line of the batch still waits for
@@ -89,6 +90,9 @@ public struct JSONLinesImporter {
     /// The waiting references that still stand: while any does, its line is not complete
     /// and the batch is not committed.
     private var standingCount = 0
+    /// Per entity, numbers handed out but kept for the line that names them by `"id"`: a
+    /// reference waited for the ID when an object without one was created.
+    private var held: [Set<UInt64>]
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
@@ -106,6 +110,7 @@ public struct JSONLinesImporter {
         info = schema.entities.map { EntityInfo($0, schema: store.schema) }
         head = store.currentGeneration
         keyIndex = schema.entities.map { _ in [:] }
+        held = schema.entities.map { _ in [] }
         pending = schema.entities.map { _ in [:] }
         dense = schema.entities.map { _ in [] }
         denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
@@ -147,7 +152,13 @@ public struct JSONLinesImporter {
             let source = schema.entities[first.source.entityIndex(in: schema)]
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
-            throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input")
+            var advice = ""
+            if case .id(let id) = first.reference {
+                advice = canCreate(id, entity: first.destination)
+                    ? " (give the line that creates it \"id\": \"\(id)\")"
+                    : " (the store has handed out that number already, so no line can create it: refer to an existing \(destination.name))"
+            }
+            throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input" + advice)
         }
         _ = try readyToCommit()
         try await commit(report: report)
@@ -225,12 +236,18 @@ public struct JSONLinesImporter {
         } else {
             var id: ObjectID
             if let explicitID {
-                guard store.reserveObjectNumber(explicitID.number, entity: entity) else {
+                guard held[entity].remove(explicitID.number) != nil || store.reserveObjectNumber(explicitID.number, entity: entity) else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already")
                 }
                 id = explicitID
             } else {
                 id = store.allocateObjectID(entity: entity)
+                // An ID a reference waits for is the one a later line gives by "id": an object
+                // without one never takes it (it would be linked by the accident of its number).
+                while isAwaited(id, entity: entity) {
+                    held[entity].insert(id.number)
+                    id = store.allocateObjectID(entity: entity)
+                }
             }
             id = ObjectID(entity: e.name, number: id.number)
             object = staged.count
@@ -238,7 +255,7 @@ public struct JSONLinesImporter {
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
             if let key { keyIndex[entity][key] = id }
             isNew = true
-            resolvePending(.id(id), entity: entity, target: object)
+            if explicitID != nil { resolvePending(.id(id), entity: entity, target: object) }
             if let key { resolvePending(.key(key), entity: entity, target: object) }
         }
         staged[object].line = line
@@ -451,6 +468,17 @@ public struct JSONLinesImporter {
     /// Whether a waiting reference still stands (no later line set its relationship).
     private func isCurrent(_ reference: PendingReference) -> Bool {
         settings[SourceKey(object: reference.source, property: reference.property)]?.count == reference.setting
+    }
+
+    /// Whether a reference that still stands waits for this ID.
+    private func isAwaited(_ id: ObjectID, entity: Int) -> Bool {
+        guard standingCount > 0, let waiting = pending[entity][.id(id)] else { return false }
+        return waiting.contains(where: isCurrent)
+    }
+
+    /// Whether a line may still create an object with this ID (by `"id"`).
+    private func canCreate(_ id: ObjectID, entity: Int) -> Bool {
+        held[entity].contains(id.number) || store.commitState.withLock { id.number > $0.allocated[entity] }
     }
 
     /// The waiting references that still stand.
