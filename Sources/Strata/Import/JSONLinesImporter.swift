@@ -253,7 +253,12 @@ public struct JSONLinesImporter {
             object = staged.count
             register(id, entity: entity, at: object)
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
-            if let key { keyIndex[entity][key] = id }
+            if let key {
+                keyIndex[entity][key] = id
+                // Before the references waiting for it are linked: a to-many list waiting for
+                // several objects orders them by their keys, this one's included.
+                if let u = e.unique { staged[object].values[u] = key }
+            }
             isNew = true
             if explicitID != nil { resolvePending(.id(id), entity: entity, target: object) }
             if let key { resolvePending(.key(key), entity: entity, target: object) }

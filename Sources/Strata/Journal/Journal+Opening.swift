@@ -385,7 +385,9 @@ struct StoreReplay {
             // An interrupted creation leaves at most a header and the schema record: allow
             // for the schema's size when the caller names the schema.
             let preambleLimit = 4096 + (expected?.modelFileJSON.text.utf8.count ?? 0)
-            if error.code == .corrupted && storeID == nil && isLast && buffer.count < preambleLimit {
+            // A store's transactions after the damage show it is no interrupted creation (which
+            // returns before any commit): then the damage is reported where it is.
+            if error.code == .corrupted && storeID == nil && isLast && buffer.count < preambleLimit && !holdsTransactions(buffer) {
                 throw StoreError(.notAStore, "the store's first journal segment is incomplete: its creation was interrupted. Remove \(directory) and create the store again",
                                  path: path)
             }
@@ -477,10 +479,32 @@ struct StoreReplay {
         return header.storeID != storeID || header.fingerprint != schema?.fingerprint
     }
 
+    /// Whether a first segment whose preamble could not be read holds transaction records:
+    /// checked with the seed of the store ID its header gives, read even when the header's
+    /// own checksum fails (the UUID follows the magic, the frame header, version and kind).
+    /// Failing that (the ID itself damaged), whether anything but zeros follows the end of
+    /// the schema record as its frame declares it: a creation writes nothing after it.
+    private func holdsTransactions(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        let at = RecordFormat.magicSize + RecordFormat.frameHeaderSize + 3
+        guard buffer.count >= at + 16 else { return false }
+        var reader = ByteReader(UnsafeRawBufferPointer(rebasing: buffer[at..<(at + 16)]))
+        if let id = try? reader.readUUID(), containsTransaction(buffer, after: at, seed: RecordFormat.seed(for: id), newerThan: 0) {
+            return true
+        }
+        let schemaFrame = at + 16 + 32 + 8  // the header's fingerprint and transaction follow the ID
+        guard buffer.count >= schemaFrame + RecordFormat.frameHeaderSize else { return false }
+        let declaredEnd = schemaFrame + RecordFormat.frameHeaderSize + Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: schemaFrame, as: UInt32.self)))
+        return declaredEnd < buffer.count && buffer[declaredEnd...].contains { $0 != 0 }
+    }
+
     /// Whether any offset after `start` begins a valid transaction record of this store
     /// numbered after the last one applied.
     private func containsTransaction(_ buffer: UnsafeRawBufferPointer, after start: Int) -> Bool {
         guard let codec else { return false }
+        return containsTransaction(buffer, after: start, seed: codec.seed, newerThan: lastTransaction)
+    }
+
+    private func containsTransaction(_ buffer: UnsafeRawBufferPointer, after start: Int, seed: UInt32, newerThan last: UInt64) -> Bool {
         var offset = start + 1
         while offset + RecordFormat.frameHeaderSize <= buffer.count {
             // A zero length starts no transaction (and zero-filled space is long).
@@ -488,9 +512,9 @@ struct StoreReplay {
                 offset += 1
                 continue
             }
-            if case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: codec.seed),
+            if case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: seed),
                 frame.type == RecordFormat.RecordType.transaction.rawValue,
-                let number = RecordCodec.transactionNumber(frame.payload), number > lastTransaction
+                let number = RecordCodec.transactionNumber(frame.payload), number > last
             {
                 return true
             }

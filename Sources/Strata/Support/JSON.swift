@@ -58,13 +58,16 @@ public enum JSON: Sendable, Hashable {
     }
 }
 
-/// Why JSON text could not be parsed, and where (1-based column of the byte at fault).
+/// Why JSON text could not be parsed, and where (1-based line and byte column of the byte
+/// at fault).
 public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The 1-based byte column at which parsing failed.
+    /// The 1-based line at which parsing failed (always 1 for text without line breaks).
+    public var line: Int = 1
+    /// The 1-based byte column, within its line, at which parsing failed.
     public var column: Int
     /// What was expected or wrong.
     public var reason: String
-    public var description: String { "\(reason) at column \(column)" }
+    public var description: String { line > 1 ? "\(reason) at line \(line), column \(column)" : "\(reason) at column \(column)" }
 }
 
 // MARK: - Parsing
@@ -104,7 +107,13 @@ struct JSONParser {
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     private func fail(_ reason: String, at position: Int? = nil) -> JSONParseError {
-        JSONParseError(column: (position ?? i) + 1, reason: reason)
+        let position = min(position ?? i, bytes.count)
+        var line = 1, start = 0
+        for k in 0..<position where bytes[k] == 0x0A {
+            line += 1
+            start = k + 1
+        }
+        return JSONParseError(line: line, column: position - start + 1, reason: reason)
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSON {
