@@ -13,7 +13,12 @@ enum Measure {
         return sorted[rank]
     }
 
-    static func median(_ values: [Double]) -> Double { quantile(values, 0.5) }
+    /// The middle value; for an even count, the mean of the two middle values.
+    static func median(_ values: [Double]) -> Double {
+        guard values.count % 2 == 0, !values.isEmpty else { return quantile(values, 0.5) }
+        let sorted = values.sorted()
+        return (sorted[values.count / 2 - 1] + sorted[values.count / 2]) / 2
+    }
 
     /// Processor time (user + system) the process has used, in seconds.
     static func processorSeconds() -> Double {

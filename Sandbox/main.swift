@@ -52,7 +52,7 @@ enum SandboxMain {
         if arguments.first == "list" {
             for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
             printLine("all                  every scenario above, one after another")
-            printLine("stacks: \(StackName.all.map(\.name).joined(separator: ", "))")
+            for stack in StackName.all { printLine("stack \(stack.name.padding(toLength: 22, withPad: " ", startingAt: 0)) \(stack.summary)") }
             exit(0)
         }
 
@@ -81,12 +81,17 @@ enum SandboxMain {
             guard let n = Int(text), n > 0 else { fail("\(arguments[index - 1]) needs a positive whole number, not '\(text)'") }
             return n
         }
+        func seed() -> UInt64 {
+            let text = value()
+            guard let n = UInt64(text) else { fail("--seed needs a whole number from 0 to \(UInt64.max), not '\(text)'") }
+            return n
+        }
         while index < arguments.count {
             switch arguments[index] {
             case "--objects": options.objects = integer()
             case "--save-every": options.saveEvery = integer()
             case "--runs": options.runs = integer()
-            case "--seed": options.seed = UInt64(integer())
+            case "--seed": options.seed = seed()
             case "--json": jsonPath = value()
             case "--stacks":
                 switch StackName.parse(value()) {

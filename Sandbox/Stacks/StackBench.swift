@@ -3,9 +3,12 @@ import Strata
 
 /// The stack presets under the names the command line and the reports use.
 enum StackName {
-    static let all: [(name: String, preset: StackPreset)] = [
-        ("main-parent", .mainParent), ("nested", .nested), ("shared-coordinator", .sharedCoordinator),
-        ("separate-coordinators", .separateCoordinators), ("hybrid", .hybrid),
+    static let all: [(name: String, preset: StackPreset, summary: String)] = [
+        ("main-parent", .mainParent, "background contexts are children of the main context, which saves to the store"),
+        ("nested", .nested, "a private writer context saves asynchronously; main is its child, workers are main's children"),
+        ("shared-coordinator", .sharedCoordinator, "main and background contexts are siblings on one coordinator; main merges their saves"),
+        ("separate-coordinators", .separateCoordinators, "imports on their own coordinator; the main context merges what they commit"),
+        ("hybrid", .hybrid, "async writer for main's saves, imports on their own coordinator, editors that merge imports"),
     ]
 
     static func name(of preset: StackPreset) -> String { all.first { $0.preset == preset }!.name }

@@ -66,7 +66,8 @@ enum QueryCommands {
             or with --key of non-nil values), sum, min, max or avg of key K (a key path
             through to-one relationships). Prints the value as JSON (a number, a string or
             null). With --group-by G prints one line per group, in ascending order of G:
-            the group's value, a tab, the aggregate.
+            the group's value (an object by its unique key, as query prints it), a tab,
+            the aggregate.
 
             example:
               strata aggregate songs.strata --entity Track --function avg --key milliseconds --group-by album.title
@@ -85,11 +86,29 @@ enum QueryCommands {
         let generation = store.currentGeneration
         await store.close()
         let groupBy = arguments.option("group-by")
-        let rows = try generation.aggregate(function, of: arguments.option("key"), entity: entity, where: predicate, groupBy: groupBy)
+        var rows = try generation.aggregate(function, of: arguments.option("key"), entity: entity, where: predicate, groupBy: groupBy)
+        // A group that is an object is named as `query` names it, by its unique key, and the
+        // groups are in the order of those keys.
+        let lines = ObjectLines(generation)
+        func key(_ group: Value?) -> Value? {
+            guard case .object(let id)? = group, let target = generation.object(id),
+                let unique = generation.schema.entity(named: id.entity)?.attributes.firstIndex(where: \.isUnique)
+            else { return group }
+            return target.values[unique]
+        }
+        if rows.contains(where: { if case .object? = $0.group { true } else { false } }) {
+            rows = rows.enumerated().sorted { a, b in
+                let (x, y) = (key(a.element.group) ?? .null, key(b.element.group) ?? .null)
+                if x.isNull != y.isNull { return x.isNull }  // nil first
+                let order = Value.compare(x, y) ?? .orderedSame
+                return order == .orderedSame ? a.offset < b.offset : order == .orderedAscending
+            }.map(\.element)
+        }
         let out = BufferedLines(output)
         for row in rows {
             if let group = row.group {
-                out.line(group.json.text + "\t" + row.value.json.text)
+                let name: JSON = if case .object(let id) = group { lines.reference(id) } else { group.json }
+                out.line(name.text + "\t" + row.value.json.text)
             } else {
                 out.line(row.value.json.text)
             }

@@ -54,7 +54,7 @@ enum StoreCommands {
         if format == "json" {
             let json = JSON.object([
                 ("path", .string(path)),
-                ("storeID", .string(store.journal.storeID.uuidString)),
+                ("storeID", .string(store.journal.storeID.uuidString.lowercased())),
                 ("schema", .object([("name", .string(schema.name)), ("version", .int(Int64(schema.version))),
                                     ("fingerprint", .string(schema.fingerprint.description))])),
                 ("lastTransaction", .int(Int64(generation.transaction))),
@@ -72,7 +72,7 @@ enum StoreCommands {
             output.line("store:        \(path)")
             output.line("schema:       \(schema.name) version \(schema.version)")
             output.line("fingerprint:  \(schema.fingerprint)")
-            output.line("store ID:     \(store.journal.storeID)")
+            output.line("store ID:     \(store.journal.storeID.uuidString.lowercased())")
             output.line("transactions: \(generation.transaction)" + (checkpoint.map { " (checkpoint through \($0))" } ?? ""))
             output.line("objects:      \(generation.totalCount)")
             for line in columns(counts.map { ["  " + $0.0, String($0.1)] }) { output.line(line) }

@@ -58,7 +58,7 @@ extension Value {
         case .bool(let b): .bool(b)
         case .date(let d): .string(ISO8601.string(from: d))
         case .data(let d): .string(d.base64EncodedString())
-        case .uuid(let u): .string(u.uuidString)
+        case .uuid(let u): .string(u.uuidString.lowercased())  // the canonical form (RFC 9562) is lower case
         case .object(let id): .string(id.description)
         case .objects(let ids): .array(ids.map { .string($0.description) })
         }

@@ -68,7 +68,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         case .bool(let b): String(b)
         case .date(let d): d.formatted(.iso8601)
         case .data(let d): "<\(d.count) bytes>"
-        case .uuid(let u): u.uuidString
+        case .uuid(let u): u.uuidString.lowercased()
         case .object(let id): id.description
         case .objects(let ids): "[" + ids.map(\.description).joined(separator: ", ") + "]"
         }

@@ -122,4 +122,18 @@ import Testing
         #expect(result.errors.firstLine.contains("offset"), "\(result.errors)")
         #expect(!result.errors.contains("create the store again"), "\(result.errors)")
     }
+
+    /// FORMATS §1: "`uuid` is the canonical string form" — lower case on output (RFC 9562),
+    /// whatever case the input used.
+    @Test func uuidsAreWrittenInLowerCase() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        try await catalog.load(CommandFixtures.sample + [
+            #"{"entity": "Song", "values": {"songID": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "title": "Upper", "milliseconds": 1, "album": 3}}"#,
+        ])
+        let query = await runTool(["query", catalog.path, "--entity", "Song", "--where", "title == 'Upper'"])
+        #expect(query.status == 0, "\(query.errors)")
+        #expect(query.output.contains("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"), "\(query.output)")
+    }
 }

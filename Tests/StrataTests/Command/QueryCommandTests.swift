@@ -72,6 +72,12 @@ import Testing
         #expect(await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "avg", "--key", "rating", "--where", "rating != nil"]).output == "4.25\n")
         let grouped = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "max", "--key", "title", "--group-by", "artist.name"])
         #expect(grouped.output == "\"AC/DC\"\t\"Powerage\"\n\"Motörhead\"\t\"Ace of Spades\"\n")
+        // Grouped by a relationship: each group named by its unique key, as `query` names it,
+        // in the order of the keys.
+        let byAlbum = await runTool(["aggregate", catalog.path, "--entity", "Song", "--function", "count", "--group-by", "album"])
+        #expect(byAlbum.output == "1\t1\n3\t1\n", "\(byAlbum.output)")
+        let byArtist = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "count", "--group-by", "artist"])
+        #expect(byArtist.output == "1\t2\n2\t1\n", "\(byArtist.output)")
         let bad = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "median", "--key", "rating"])
         #expect(bad.status == 2 && bad.errors.hasPrefix("strata aggregate: --function must be one of count, sum, min, max, avg, not 'median'"))
         let notNumeric = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "sum", "--key", "title"])

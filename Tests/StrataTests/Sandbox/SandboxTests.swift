@@ -76,7 +76,13 @@ import Testing
         for name in ["shootout", "editor-cancel", "edit-during-import", "concurrent-writers", "merge-scaling", "fanout", "durability", "cold-open"] {
             #expect(list.output.contains(name + " "), "sandbox list names \(name)")
         }
-        #expect(list.output.contains("main-parent, nested, shared-coordinator, separate-coordinators, hybrid"))
+        let lines = list.output.split(separator: "\n")
+        for stack in ["main-parent", "nested", "shared-coordinator", "separate-coordinators", "hybrid"] {
+            #expect(lines.filter { $0.hasPrefix("stack \(stack) ") }.count == 1, "sandbox list gives \(stack) a line of its own")
+        }
+        let seeded = try await run(["durability", "--seed", "0", "--objects", "no"])
+        #expect(seeded.status == 2)
+        #expect(seeded.errors.contains("--objects"), "a seed of 0 is accepted; the error is the objects': \(seeded.errors)")
         let help = try await run(["--help"])
         #expect(help.status == 0)
         #expect(help.output.hasPrefix("usage: sandbox"))
