@@ -130,6 +130,7 @@ public actor ObjectContext {
             _ = link.measure(.updateResults, objects: { $0 }) { graph.notifyResultsObservers(notification) }
             changes.yield(notification)
         }
+        graph.releaseUnreferencedObjects()
     }
 
     // MARK: - Objects
@@ -179,7 +180,10 @@ public actor ObjectContext {
     /// The object registered for an ID in this context, if any (no fault is made).
     public func registeredObject(for id: ObjectID) -> ManagedObject? { graph.registeredObject(for: id) }
 
-    /// Every object registered in this context.
+    /// Every object registered in this context. Objects without pending changes that
+    /// nothing outside the context refers to any more are let go from time to time (at the
+    /// end of a turn of work, once the context holds twice as many as after the last
+    /// pass), as Core Data holds unchanged objects weakly.
     public var registeredObjects: [ManagedObject] { graph.registeredObjects }
     /// Whether there is anything to save.
     public var hasChanges: Bool { graph.hasChanges }

@@ -33,6 +33,11 @@ final class ObjectGraph {
     private let emptyLayer: PendingLayer
     /// Unique values set in this context (entity → value → object); may be stale, checked on use.
     private var pendingUniques: [Int: [Value: ObjectID]] = [:]
+    /// The identity map's size at which ``releaseUnreferencedObjects()`` next looks for
+    /// objects to let go: twice its size after the last pass (so a pass costs O(1) per
+    /// object registered), and never below ``minimumReleaseThreshold``.
+    private var releaseThreshold = ObjectGraph.minimumReleaseThreshold
+    static let minimumReleaseThreshold = 4096
     private var isTornDown = false
     /// While a typed predicate's key path is read on a probe: the keys read, in order.
     var recordedKeys: [String]?
@@ -465,7 +470,9 @@ final class ObjectGraph {
         guard let attribute = schema.layout.entities[entity].uniqueAttribute, !value.isNull else { return nil }
         func holds(_ id: ObjectID) -> Bool {
             guard id != excluding else { return false }
-            guard let object = registered[id], object.isLoaded else { return true }  // as the view has it
+            guard let object = registered[id], object.isLoaded else {
+                return link.sourceView().row(id)?.values[attribute] == value  // as the view has it
+            }
             return (object.lifecycle == .inserted || object.lifecycle == .persistent) && object.storage[attribute] == value
         }
         if let id = pendingUniques[entity]?[value], holds(id) { return id }
@@ -533,6 +540,35 @@ final class ObjectGraph {
         case .deleted: deleted.insert(id)
         case .discarded, .deletedElsewhere: break
         }
+    }
+
+    /// Lets go of the objects that only the identity map holds and that have nothing of
+    /// their own to keep — persistent, loaded or not, no pending change, not part of a save
+    /// in flight, no conflict kept for the next save — as Core Data holds unchanged objects
+    /// weakly. Nobody can tell: no one refers to the instance, and asking for the object
+    /// again gives a fresh one loaded from the same view. Runs at the end of a turn of work
+    /// (nothing of the context's own is iterating its objects then), only once the map has
+    /// doubled since the last pass.
+    func releaseUnreferencedObjects() {
+        guard registered.count >= releaseThreshold else { return }
+        var released: [ObjectID] = []
+        var index = registered.values.startIndex
+        while index != registered.values.endIndex {
+            let object = registered.values[index]
+            let keepsNothing = object.lifecycle == .persistent && object.changedKeys.isEmpty && object.keysSetDuringSave == nil
+                && object.mergedRowInConflict == nil
+            // `object` is a second reference while it is in scope: check with it gone.
+            if keepsNothing { released.append(object.objectID) }
+            registered.values.formIndex(after: &index)
+        }
+        var unreferenced: [ObjectID] = []
+        unreferenced.reserveCapacity(released.count)
+        for id in released {
+            guard let position = registered.index(forKey: id) else { continue }
+            if isKnownUniquelyReferenced(&registered.values[position]) { unreferenced.append(id) }
+        }
+        for id in unreferenced { registered.removeValue(forKey: id) }
+        releaseThreshold = max(Self.minimumReleaseThreshold, registered.count * 2)
     }
 
     func unregister(_ id: ObjectID) {

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// A context lets go of unchanged objects nothing else refers to (as Core Data holds them
+/// weakly), so a long-lived context that walks many objects stays bounded; objects someone
+/// holds keep their identity, and objects with changes are never let go.
+@Suite struct ObjectReleaseTests {
+    static let count = 3 * ObjectGraph.minimumReleaseThreshold
+
+    /// A store of `count` artists, through the store directly.
+    static func seed(_ store: Store) async throws -> [ObjectID] {
+        let ids = store.allocateObjectIDs(for: "Artist", count: count)
+        try await store.commit(ChangeSet(author: "seed", inserted: ids.enumerated().map { i, id in
+            Songbook.artist(id, artistID: Int64(i + 1), name: "Artist \(i + 1)")
+        }))
+        return ids
+    }
+
+    @Test("a context walking many objects in turns of work holds a bounded number", arguments: [Tier.root, .child])
+    func walkingStaysBounded(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let ids = try await Self.seed(f.store)
+        let batch = 1_000
+        var largest = 0
+        for start in stride(from: 0, to: ids.count, by: batch) {
+            let slice = Array(ids[start..<min(start + batch, ids.count)])
+            largest = max(largest, await f.context.perform { c in
+                for id in slice { _ = c.object(with: id, as: Artist.self).name }
+                return c.registeredObjects.count
+            })
+        }
+        let held = await f.context.perform { $0.registeredObjects.count }
+        #expect(held < ids.count, "every object walked is still registered")
+        #expect(largest <= 2 * ObjectGraph.minimumReleaseThreshold + batch)
+        // A fresh instance reads what the store has.
+        let name = await f.context.perform { c in c.object(with: ids[0], as: Artist.self).name }
+        #expect(name == "Artist 1")
+        await f.close()
+    }
+
+    @Test("objects someone holds keep their identity; changed objects are never let go")
+    func heldAndChangedObjectsStay() async throws {
+        let f = try ContextFixture(.root)
+        let ids = try await Self.seed(f.store)
+        let (identical, pending) = await f.context.perform { c -> (Bool, Int) in
+            let held = ids.prefix(100).map { c.object(with: $0, as: Artist.self) }
+            for id in ids.dropFirst(100) { c.object(with: id, as: Artist.self).name = "Renamed" }  // not held
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            for id in ids.dropFirst(100) { _ = c.object(with: id, as: Artist.self) }
+            c.processPendingChanges()
+            let identical = zip(held, ids.prefix(100)).allSatisfy { $0.0 === c.object(with: $0.1, as: Artist.self) }
+            return (identical, c.updatedObjects.count)
+        }
+        #expect(identical, "an object held by its user was let go and made again")
+        #expect(pending == ids.count - 100)
+        try await f.context.save()
+        let renamed = f.store.currentGeneration.objects(of: "Artist").filter { $0.values[1] == .string("Renamed") }.count
+        #expect(renamed == ids.count - 100, "changes of objects nobody held were lost")
+        await f.close()
+    }
+
+    @Test("an object let go and asked for again after a merge shows the merged values")
+    func releasedObjectsReloadMergedValues() async throws {
+        let p = try ContextMergeTests.Pair()
+        let ids = try await Self.seed(p.store)
+        await p.a.perform { c in for id in ids { _ = c.object(with: id, as: Artist.self).name } }
+        let released = await p.a.perform { c in c.registeredObject(for: ids[0]) == nil }
+        #expect(released)
+        let saves = p.b.didSave()
+        await p.b.perform { c in c.object(with: ids[0], as: Artist.self).name = "Merged" }
+        try await p.b.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        let name = await p.a.perform { c in c.object(with: ids[0], as: Artist.self).name }
+        #expect(name == "Merged")
+        await p.close()
+    }
+
+    @Test("a unique key changed by a merge is not found on an object let go since")
+    func uniqueLookupAfterRelease() async throws {
+        let p = try ContextMergeTests.Pair()
+        let ids = try await Self.seed(p.store)
+        // a renames the first artist's key and saves; then walks every artist, letting go.
+        await p.a.perform { c in c.object(with: ids[0], as: Artist.self).artistID = 1_000_000 }
+        try await p.a.save()
+        await p.a.perform { c in for id in ids { _ = c.object(with: id, as: Artist.self).name } }
+        let saves = p.b.didSave()
+        await p.b.perform { c in c.object(with: ids[0], as: Artist.self).artistID = 2_000_000 }
+        try await p.b.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        let (old, new) = await p.a.perform { c in
+            (c.find(Artist.self, uniqueKey: .int(1_000_000))?.objectID, c.find(Artist.self, uniqueKey: .int(2_000_000))?.objectID)
+        }
+        #expect(old == nil, "a key the object no longer has still finds it")
+        #expect(new == ids[0])
+        await p.close()
+    }
+}
