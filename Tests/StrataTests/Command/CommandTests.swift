@@ -4,6 +4,30 @@ import Testing
 @testable import StrataCommand
 
 /// Runs the tool in-process and captures what it prints.
+/// The dump round trip of FORMATS §3: two stores made from `model`, `input` imported into
+/// the first, its dump imported into the second. Returns both dumps (equal when it holds).
+func dumpRoundTrip(model: String, input: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> (first: String, second: String) {
+    let directory = TemporaryDirectory("strata-round-trip")
+    defer { directory.remove() }
+    let modelFile = directory.appending("model.json")
+    try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
+    let first = directory.appending("first"), second = directory.appending("second")
+    for store in [first, second] {
+        let created = await runTool(["create", store, "--model", modelFile])
+        #expect(created.status == 0, "\(created.errors)", sourceLocation: sourceLocation)
+    }
+    let inputFile = directory.appending("input.jsonl")
+    try input.joined(separator: "\n").appending("\n").write(toFile: inputFile, atomically: true, encoding: .utf8)
+    let imported = await runTool(["import", first, inputFile])
+    #expect(imported.status == 0, "\(imported.errors)", sourceLocation: sourceLocation)
+    let dump = await runTool(["dump", first])
+    let dumpFile = directory.appending("dump.jsonl")
+    try dump.output.write(toFile: dumpFile, atomically: true, encoding: .utf8)
+    let reimported = await runTool(["import", second, dumpFile])
+    #expect(reimported.status == 0, "\(reimported.errors)", sourceLocation: sourceLocation)
+    return (dump.output, await runTool(["dump", second]).output)
+}
+
 func runTool(_ arguments: [String]) async -> (status: Int32, output: String, errors: String) {
     let output = Locked(""), errors = Locked("")
     let status = await StrataCommand.run(arguments, output: { text in output.withLock { $0 += text } },
