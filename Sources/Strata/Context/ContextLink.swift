@@ -55,9 +55,14 @@ final class ContextLink: Sendable {
     }
 
     /// What this context's children read through: its source overlaid with its own pending changes.
+    ///
+    /// The layer is read before the source: a save publishes what it wrote (a generation,
+    /// or the parent's layer) before it empties this layer, so a layer read first is never
+    /// older than the source read after it. Read the other way round, a save between the two
+    /// reads gave the state from before the save (the old source, the emptied layer).
     func childView() -> ContextView {
-        var view = sourceView()
         let layer = published.withLock { $0 }
+        var view = sourceView()
         if !layer.isEmpty { view.layers.insert(layer, at: 0) }
         return view
     }

@@ -310,6 +310,12 @@ extension ObjectContext {
     ///   context or when there was nothing to save.
     @discardableResult
     public func save() async throws(StoreError) -> UInt64? {
+        try await save(mergePolicy: mergePolicy)
+    }
+
+    /// ``save()`` with conflicts resolved by `policy` instead of ``mergePolicy``.
+    @discardableResult
+    func save(mergePolicy policy: MergePolicy) async throws(StoreError) -> UInt64? {
         await acquireSaveTurn()
         defer { releaseSaveTurn() }
         processPendingChanges()
@@ -322,13 +328,14 @@ extension ObjectContext {
         let didSave: DidSave
         var resolved: [Conflict] = []
         if let parentContext {
-            resolved = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: mergePolicy))
+            resolved = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: nil)
+                graph.markDeletedElsewhere(resolved.filter { $0.key == nil }.map(\.object))
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
             }
         } else {
-            let changes = capture.changeSet(author: name, mergePolicy: mergePolicy, origin: origin)
+            let changes = capture.changeSet(author: name, mergePolicy: policy, origin: origin)
             // A private-queue context commits on its own queue, at its priority, and may block
             // it to write its transaction itself; a main-actor context leaves the work to the
             // global executor, off the main actor.

@@ -131,6 +131,19 @@ extension ObjectGraph {
             deleted: deletedObjects)
     }
 
+    /// Objects the parent no longer has — deleted there after this context read them, their
+    /// changes dropped by the merge policy — become tombstones, as merging the deletion
+    /// would have made them.
+    func markDeletedElsewhere(_ ids: [ObjectID]) {
+        for id in ids {
+            guard let object = registered[id], object.lifecycle == .persistent, object.changedKeys.isEmpty else { continue }
+            object.lifecycle = .deletedElsewhere
+            setTracking(object)
+            noteChanged(object)
+            pendingNotification.invalidated.insert(id)
+        }
+    }
+
     /// Makes the saved objects clean, based on what was saved: the committed rows (a save
     /// to the store, whose merge policy may have kept other values) or the values sent (a
     /// save to the parent). Objects changed while the save was in flight keep those changes.
@@ -228,15 +241,12 @@ extension ObjectGraph {
         for row in save.inserted where registered[row.id] != nil {
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
-        var updatedObjects: [ManagedObject] = []
+        // `nil` for an object deleted here since the child read it: a conflict, as in the store.
+        var updatedObjects: [ManagedObject?] = []
         for update in save.updated {
             let object = self.object(with: update.id)
             load(object)
-            guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
-                throw StoreError(.objectDeleted, "\(update.id) was deleted in \(link.name) after the child read it; refresh the child's objects and save again",
-                                 object: update.id)
-            }
-            updatedObjects.append(object)
+            updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
         let (updates, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: save.deleted)
@@ -281,12 +291,18 @@ extension ObjectGraph {
     /// The child's updates as they apply here: keys this context changed since the child
     /// read them are conflicts, resolved by the child's merge policy; to-many lists merge
     /// element by element (their additions and removals, then the child's).
-    private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject]) throws(StoreError)
+    private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
         -> (updates: [(object: ManagedObject, update: RowUpdate)], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         for (object, update) in zip(objects, save.updated) {
+            guard let object else {
+                // Deleted here after the child read it: nothing left to change, whatever the
+                // policy (as the store does with an update of an object deleted since).
+                conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                continue
+            }
             let entity = schema.entities[object.entityIndex]
             var changes: [PropertyChange] = []
             var conflicting = Set<Int>()
@@ -380,6 +396,16 @@ extension ObjectGraph {
         for id in save.deleted {
             guard let object = registered[id], object.lifecycle != .deletedElsewhere else { continue }
             touched += 1
+            if object.lifecycle == .persistent, !object.changedKeys.isEmpty {
+                // Changes to an object deleted elsewhere: a conflict, as the store reports one
+                // (never dropped without a word). Under `error` the changes stay, so that the
+                // next save reports it too; every other policy lets the deletion win.
+                conflicts.append(Conflict(object: id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                if policy == .error {
+                    object.deletedInConflict = true
+                    continue
+                }
+            }
             object.lifecycle = .deletedElsewhere
             object.changedKeys = []
             setTracking(object)
@@ -441,7 +467,7 @@ extension ObjectGraph {
         // Inverses last, once every object the save changed holds its merged values: what
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
-        for id in save.deleted { if let object = registered[id] { forgetReferences(to: object) } }
+        for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         return (conflicts, touched)
     }
 

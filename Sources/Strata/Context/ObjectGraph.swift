@@ -607,6 +607,17 @@ final class ObjectGraph {
             case .persistent, .deleted:
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
                       object.base != nil else { continue }
+                if object.deletedInConflict {
+                    // Deleted elsewhere while it held the changes rolled back: a tombstone now.
+                    object.deletedInConflict = false
+                    object.changedKeys = []
+                    if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
+                    object.lifecycle = .deletedElsewhere
+                    setTracking(object)
+                    touch(object)
+                    pendingNotification.invalidated.insert(object.objectID)
+                    continue
+                }
                 if let merged = object.mergedRowInConflict {
                     // A merge kept a conflict for the next save: go back to the merged row.
                     object.base = merged.values
@@ -633,6 +644,8 @@ final class ObjectGraph {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         guard let row = link.sourceView().row(object.objectID) else {
             object.lifecycle = .deletedElsewhere
+            object.changedKeys = []
+            object.deletedInConflict = false
             setTracking(object)
             touch(object)
             pendingNotification.invalidated.insert(object.objectID)

@@ -62,9 +62,11 @@ public actor Coordinator {
     /// ``commit(_:)`` with its processor work done on the caller's executor (see
     /// ``Store/commitOnCallersExecutor(_:mayBlock:)``).
     nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet, mayBlock: Bool) async throws(StoreError) -> CommitResult {
-        let result = try await store.commitOnCallersExecutor(changes, mayBlock: mayBlock)
-        if let notification = result.notification { saves.yield(notification) }
-        return result
+        var changes = changes
+        // Posted by the store as it publishes, in transaction order: committers returning
+        // in another order must not reorder the stream.
+        changes.announcer = saves
+        return try await store.commitOnCallersExecutor(changes, mayBlock: mayBlock)
     }
 
     /// Every transaction committed through this coordinator from now on, in order.

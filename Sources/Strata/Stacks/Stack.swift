@@ -56,9 +56,13 @@ public final class Stack: Sendable {
     /// What became of one asynchronous writer save.
     public struct WriterSaveOutcome: Sendable {
         /// The store transaction the writer committed (`nil` if an earlier writer save had
-        /// already written these changes, or it failed).
+        /// already written these changes, or nothing could be written).
         public var transaction: UInt64?
-        /// The failure, when it failed (the changes stay pending in the writer).
+        /// The failure, when it failed (the changes stay pending in the writer, for the next
+        /// save). A `conflict` — keys another commit changed while the changes were on their
+        /// way to the store — is the exception: those keys keep that commit's values (which
+        /// the view context shows already), everything else is written in ``transaction``,
+        /// and the error lists each conflicting key.
         public var error: StoreError?
     }
 
@@ -143,7 +147,8 @@ public final class Stack: Sendable {
     /// under ``StackPreset/nested`` and ``StackPreset/hybrid``: then it returns once the
     /// writer has the changes, and the writer's save to the store is reported on
     /// ``writerSaves()`` (successes and failures alike; a failure leaves the changes pending
-    /// in the writer, to be written by the next save).
+    /// in the writer, to be written by the next save, except a conflict: see
+    /// ``WriterSaveOutcome/error``).
     public func save(_ context: ObjectContext) async throws(StoreError) {
         var current: ObjectContext? = context
         while let next = current {
@@ -153,6 +158,18 @@ public final class Stack: Sendable {
                     do throws(StoreError) {
                         let transaction = try await writerContext.save()
                         writes.yield(WriterSaveOutcome(transaction: transaction, error: nil))
+                    } catch where error.code == .conflict {
+                        // Keys another commit changed while the changes were on their way: the
+                        // view shows that commit's values already (it merges the store's commits
+                        // or saves through here), so they stay; the rest is written and the
+                        // conflict reported. Left pending, they would refuse every later save.
+                        do throws(StoreError) {
+                            let transaction = try await writerContext.save(mergePolicy: .storeWins)
+                            writes.yield(WriterSaveOutcome(transaction: transaction, error: error))
+                        } catch let retry {
+                            writes.yield(WriterSaveOutcome(transaction: nil, error: error))
+                            writes.yield(WriterSaveOutcome(transaction: nil, error: retry))
+                        }
                     } catch {
                         writes.yield(WriterSaveOutcome(transaction: nil, error: error))
                     }

@@ -20,6 +20,9 @@ public struct ChangeSet: Sendable {
     public var mergePolicy: MergePolicy
     /// The context that saves, so that it can recognise its own commits in the store's stream.
     var origin: ObjectIdentifier?
+    /// Told of the commit when it is published, in transaction order with every other
+    /// commit (a coordinator's did-save stream).
+    var announcer: Broadcast<CommitNotification>?
     /// Set by ``JSONLinesImporter`` only, which establishes while staging everything the
     /// commit's final constraint pass checks — types, required values and relationships,
     /// limits, references to existing objects, inverses agreeing from both sides, no object

@@ -57,7 +57,7 @@ extension Store {
             // Queued for publication before the journal can make it durable, so the writer
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
-            pending.withLock { $0.append((next, notification)) }
+            pending.withLock { $0.append(PendingCommit(generation: next, notification: notification, announcer: changes.announcer)) }
             let turn: Journal.AppendTurn
             do throws(StoreError) {
                 turn = try journal.enqueue(encoded, mayLead: mayBlock)

@@ -32,7 +32,15 @@ public final class Store: Sendable {
     /// Generations waiting for durability before they are published, oldest first. Its own
     /// lock (taken after `commitState` by committers, alone by the publisher), so that the
     /// journal's writer publishing a batch never waits for a commit being checked.
-    let pending = Locked<[(generation: Generation, notification: CommitNotification)]>([])
+    let pending = Locked<[PendingCommit]>([])
+
+    /// A commit waiting for durability: its generation, its notification, and who else is
+    /// to be told when it is published.
+    struct PendingCommit {
+        var generation: Generation
+        var notification: CommitNotification
+        var announcer: Broadcast<CommitNotification>?
+    }
     /// What readers see. Never held while anything else is done.
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
@@ -147,7 +155,7 @@ public final class Store: Sendable {
     private func publish(through durable: UInt64) {
         publishing.withLock { last in
             guard durable > last else { return }
-            let ready = pending.withLock { queue -> [(generation: Generation, notification: CommitNotification)] in
+            let ready = pending.withLock { queue -> [PendingCommit] in
                 let count = queue.prefix { $0.generation.transaction <= durable }.count
                 defer { queue.removeFirst(count) }
                 return Array(queue.prefix(count))
@@ -156,6 +164,8 @@ public final class Store: Sendable {
             published.withLock { $0 = newest.generation }
             last = newest.generation.transaction
             subscribers.yield(contentsOf: ready.map(\.notification))
+            // Under the same lock: each announcer hears its commits in transaction order.
+            for commit in ready { commit.announcer?.yield(commit.notification) }
         }
     }
 

@@ -482,13 +482,16 @@ final class HookedFileIO: FileIO {
     }
 }
 
-/// Counts file syncs and directory syncs, and can hold one file sync until released: the
-/// writer thread then waits inside that sync while the test lines up more work.
+/// Counts file syncs, directory syncs and writes, and can hold one file sync (or one write)
+/// until released: the writer thread then waits inside that call while the test lines up
+/// more work.
 final class SyncGate: Sendable {
     private struct State {
         var syncs = 0
         var directorySyncs = 0
+        var writes = 0
         var holdAt: Int?
+        var holdWriteAt: Int?
         var holding = false
     }
 
@@ -505,6 +508,12 @@ final class SyncGate: Sendable {
     /// Holds the file sync numbered `index` (from 0) until ``release()``.
     func hold(sync index: Int) { state.withLock { $0.holdAt = index } }
 
+    /// File writes so far (the number the next one gets, counting from 0).
+    var writes: Int { state.withLock { $0.writes } }
+
+    /// Holds the file write numbered `index` (from 0) until ``release()``.
+    func hold(write index: Int) { state.withLock { $0.holdWriteAt = index } }
+
     /// Lets the held sync go on.
     func releaseHeld() { release.signal() }
 
@@ -519,6 +528,11 @@ final class SyncGate: Sendable {
             case .syncDirectory:
                 s.directorySyncs += 1
                 return false
+            case .write:
+                defer { s.writes += 1 }
+                guard s.writes == s.holdWriteAt else { return false }
+                s.holding = true
+                return true
             default:
                 return false
             }

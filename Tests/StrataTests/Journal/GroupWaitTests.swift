@@ -28,6 +28,9 @@ import Darwin
             self.limit = limit
         }
 
+        /// How many transactions have been enqueued.
+        var enqueued: UInt64 { next.withLock { $0 - 1 } }
+
         /// Enqueues the next transaction; `nil` once `limit` are enqueued.
         func enqueueNext(mayLead: Bool) throws -> (number: UInt64, turn: Journal.AppendTurn)? {
             try next.withLock { (n) throws -> (number: UInt64, turn: Journal.AppendTurn)? in
@@ -146,7 +149,12 @@ import Darwin
         let journal = rig.journal
         let count = UInt64(Self.history.count)
         let sequencer = Sequencer(journal, limit: count)
+        // The first transaction's write is held until the other two appenders have arrived:
+        // at least one write then carries more than one transaction, however the threads run.
+        rig.gate.hold(write: rig.gate.writes)
         let threads = (0..<3).map { _ in Self.threadAppender(sequencer) }
+        try #require(await eventually { rig.gate.isHolding && sequencer.enqueued >= 3 })
+        rig.gate.releaseHeld()
         var turns: [Journal.AppendTurn] = []
         for thread in threads { turns += try await thread.result(within: 120) }
         #expect(journal.lastDurableTransaction == count)

@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import Strata
+
+/// Holds one context's save on its own queue, right after it captured its changes, until
+/// released: a deterministic way to let another commit land while the save is in flight.
+final class SaveGate: Sendable {
+    private let context: String
+    private let armed = Locked(true)
+    private let release = DispatchSemaphore(value: 0)
+    private let (reached, reachedContinuation) = AsyncStream.makeStream(of: Void.self)
+
+    init(context: String) { self.context = context }
+
+    /// The stack's observer: blocks the first save of `context` that captured something.
+    var observer: ContextObserver {
+        { [self] event in
+            guard event.context == context, event.operation == .save, event.objectCount > 0 else { return }
+            let first = armed.withLock { armed in defer { armed = false }; return armed }
+            guard first else { return }
+            reachedContinuation.yield()
+            _ = release.wait(timeout: .now() + .seconds(30))
+        }
+    }
+
+    /// Waits until the save is held.
+    func waitUntilHeld() async -> Bool {
+        await firstElement(of: reached, timeout: .seconds(10)) != nil
+    }
+
+    func open() { release.signal() }
+}
+
+@Suite struct StackConsistencyTests {
+    /// The next outcome of the writer's asynchronous saves, or `nil` after a hard timeout.
+    static func nextOutcome(_ outcomes: AsyncStream<Stack.WriterSaveOutcome>) async -> Stack.WriterSaveOutcome? {
+        await firstElement(of: outcomes, timeout: .seconds(10))
+    }
+
+    @Test("hybrid: one conflicting asynchronous writer save does not make every later view save fail")
+    func writerConflictDoesNotWedgeLaterSaves() async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let gate = SaveGate(context: "writer")
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+        await stack.start()
+        let o = try await seedSongbook(store)
+        let outcomes = stack.writerSaves()
+
+        // The user renames a1; the save returns once the writer has it.
+        await stack.viewContext.perform { c in c.object(with: o.a1, as: Artist.self).name = "user's" }
+        try await stack.save(stack.viewContext)
+        // While the writer's save of it is in flight, an import renames a1 too.
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.object(with: o.a1, as: Artist.self).name = "import's" }
+        try await stack.save(importer)
+        gate.open()
+        let first = await Self.nextOutcome(outcomes)
+        #expect(first?.error?.code == .conflict, "the conflict is reported: \(String(describing: first))")
+
+        // Later, the user changes an unrelated object and saves.
+        await stack.viewContext.perform { c in c.object(with: o.a2, as: Artist.self).name = "unrelated" }
+        try await stack.save(stack.viewContext)
+        let second = await Self.nextOutcome(outcomes)
+        #expect(second?.error == nil, "a later save of an unrelated object is written: \(String(describing: second?.error))")
+        #expect(store.currentGeneration.value(o.a2, "name") == .string("unrelated"))
+        await store.close()
+    }
+
+    @Test("hybrid: a conflict the asynchronous writer save meets keeps the import's value, as the view shows it, and writes the rest")
+    func writerConflictKeepsStoreValueAndWritesTheRest() async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let gate = SaveGate(context: "writer")
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+        await stack.start()
+        let o = try await seedSongbook(store)
+        let outcomes = stack.writerSaves()
+        await stack.viewContext.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "user's"
+            c.object(with: o.a3, as: Artist.self).name = "also the user's"
+        }
+        try await stack.save(stack.viewContext)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.object(with: o.a1, as: Artist.self).name = "import's" }
+        try await stack.save(importer)
+        gate.open()
+        let outcome = try #require(await Self.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict)
+        #expect(outcome.error?.conflicts.map(\.key) == ["name"])
+        #expect(outcome.transaction != nil, "the keys without a conflict are written")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("import's"))
+        #expect(store.currentGeneration.value(o.a3, "name") == .string("also the user's"))
+        await waitUntil(stack.viewContext, "the view shows what the store has") { c in
+            c.object(with: o.a1, as: Artist.self).name == "import's"
+        }
+        let pending = await stack.writerContext!.hasChanges
+        #expect(!pending, "nothing is left pending in the writer")
+        await store.close()
+    }
+}
+
+extension StackConsistencyTests {
+    @Test("hybrid: an editor's change to an object an import deletes is a reported conflict, not silently dropped")
+    func editorChangeToObjectDeletedByImport() async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        await stack.start()
+        let o = try await seedSongbook(store)
+        let editor = await stack.newEditorContext()
+        let conflicts = editor.mergeConflicts()
+        await editor.perform { c in c.object(with: o.a2, as: Artist.self).name = "renamed by the user" }
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.delete(c.object(with: o.a2)) }
+        try await stack.save(importer)
+        let reported = await firstElement(of: conflicts, timeout: .seconds(10))
+        #expect(reported?.first?.object == o.a2 && reported?.first?.key == nil,
+                "the user's change to a deleted object is reported: \(String(describing: reported))")
+        let stillPending = await editor.hasChanges
+        #expect(stillPending, "the user's change is still there for the next save to report (merge policy error)")
+        let refused = await #expect(throws: StoreError.self) { try await stack.save(editor) }
+        #expect(refused?.code == .conflict)
+        // A rollback lets the deletion win: the object is a tombstone, nothing is pending.
+        let (deleted, pending) = await editor.perform { c in
+            c.rollback()
+            return (c.object(with: o.a2).isDeleted, c.hasChanges)
+        }
+        #expect(deleted && !pending)
+        await store.close()
+    }
+}
+
+extension StackConsistencyTests {
+    @Test("a coordinator's did-save stream delivers concurrent commits in transaction order")
+    func coordinatorDidSaveInOrder() async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let writers = 4, saves = 100
+        let stream = coordinator.didSave()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<writers {
+                group.addTask {
+                    let context = ObjectContext(coordinator: coordinator, name: "writer-\(n)")
+                    for i in 0..<saves {
+                        await context.perform { c in
+                            let artist = c.insert(Artist.self)
+                            artist.artistID = n * 10_000 + i
+                        }
+                        try await context.save()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        var seen: [UInt64] = []
+        var iterator = stream.makeAsyncIterator()
+        while seen.count < writers * saves, let next = await iterator.next() { seen.append(next.transaction) }
+        let outOfOrder = zip(seen, seen.dropFirst()).filter { $0.0 > $0.1 }
+        #expect(outOfOrder.isEmpty, "\(outOfOrder.count) transactions delivered after a later one, first: \(outOfOrder.prefix(3))")
+        await store.close()
+    }
+}
