@@ -246,7 +246,9 @@ public actor ObjectContext {
     }
 
     /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on
-    /// top; without, they are dropped and the object becomes a fault.
+    /// top; without, they are dropped and the object becomes a fault. An object deleted here
+    /// stays deleted either way (its delete rules changed other objects: ``rollback()``
+    /// takes a deletion back); it takes the parent's current values.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         precondition(object.graph === graph, "refresh: \(object.objectID) belongs to another context")
         graph.refresh(object, mergeChanges: mergeChanges)

@@ -270,17 +270,13 @@ extension ObjectGraph {
             changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
             values[update.id] = object.storage
         }
+        // Through this context's own delete rules: objects it changed since the child read
+        // them (a pending insert in a cascaded list, a new reference to nullify) follow the
+        // deletion here as they would have in the child.
         for id in save.deleted {
             let object = self.object(with: id)
             load(object)
-            switch object.lifecycle {
-            case .inserted: object.lifecycle = .discarded
-            case .persistent: object.lifecycle = .deleted
-            default: continue
-            }
-            setTracking(object)
-            noteChanged(object)
-            pendingNotification.deleted.insert(id)
+            delete(object)
         }
         var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
                               deleted: save.deleted, changedKeys: changedKeys, values: values)

@@ -153,7 +153,9 @@ final class ObjectGraph {
     /// The context's instance for an ID: the registered one, or a new fault.
     func object(with id: ObjectID) -> ManagedObject {
         if let object = registered[id] { return object }
-        if id.number == 0, let entity = schema.entityIndex(named: id.entity) { return probe(entity: entity) }
+        // While a typed key path is read on a probe, its to-one relationships lead to the next
+        // probe; otherwise number 0 is an ID like any other that no object has.
+        if id.number == 0, recordedKeys != nil, let entity = schema.entityIndex(named: id.entity) { return probe(entity: entity) }
         precondition(!isTornDown, "object(with: \(id)): the context was discarded")
         let entity = entityIndex(named: id.entity)
         let type = modelClass(for: entity) ?? ManagedObject.self
@@ -241,7 +243,7 @@ final class ObjectGraph {
     // MARK: - Values
 
     func read(_ object: ManagedObject, index: Int) -> Value {
-        if object.objectID.number == 0 {
+        if object.objectID.number == 0, probes[object.entityIndex] === object {
             // A probe: record the key, and lead a to-one relationship to the next probe.
             recordedKeys?.append(schema.layout.entities[object.entityIndex].propertyNames[index])
             if case .toOne(let destination) = schema.layout.entities[object.entityIndex].kinds[index] {
@@ -426,6 +428,15 @@ final class ObjectGraph {
     /// the related objects, `cascade` deletes them too, `deny` is checked when saving.
     func delete(_ object: ManagedObject) {
         checkAlive(object)
+        // A worklist, not recursion: a cascade along a chain of any length (a linked list of
+        // ten thousand nodes) must not run out of stack.
+        var cascade = [object]
+        while let next = cascade.popLast() { deleteOne(next, cascadingInto: &cascade) }
+    }
+
+    /// Deletes one object and applies its delete rules; objects its `cascade` rules delete
+    /// are added to `cascade`.
+    private func deleteOne(_ object: ManagedObject, cascadingInto cascade: inout [ManagedObject]) {
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else { return }
         load(object)
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else { return }
@@ -456,7 +467,7 @@ final class ObjectGraph {
                 for id in targets {
                     let target = self.object(with: id)
                     removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
-                    delete(target)
+                    cascade.append(target)
                 }
             }
         }
@@ -653,7 +664,13 @@ final class ObjectGraph {
         }
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
         object.mergedRowInConflict = nil
-        if mergeChanges && object.lifecycle == .persistent {
+        if object.lifecycle == .deleted {
+            // A pending deletion stays one (its delete rules changed other objects, which only
+            // a rollback takes back): it takes the current values, keeping the base version the
+            // store checks the deletion against.
+            object.storage = row.values
+            object.base = row.values
+        } else if mergeChanges && object.lifecycle == .persistent {
             let kept = object.changedKeys.map { ($0, object.storage[$0]) }
             object.storage = row.values
             object.base = row.values

@@ -43,6 +43,20 @@ public struct Schema: Sendable, Hashable {
     public init(_ name: String, version: Int = 1, entities: [Entity]) throws(SchemaError) {
         self.name = name
         self.version = version
+        // Dates in a schema (defaults, limits) are kept to the millisecond, as the model file
+        // writes them: a schema written out and read back (as every store does when it
+        // opens) then has the same values and the same fingerprint.
+        let entities = entities.map { entity in
+            var entity = entity
+            entity.attributes = entity.attributes.map { attribute in
+                var attribute = attribute
+                attribute.defaultValue = attribute.defaultValue.map(Self.toTheMillisecond)
+                attribute.minimum = attribute.minimum.map(Self.toTheMillisecond)
+                attribute.maximum = attribute.maximum.map(Self.toTheMillisecond)
+                return attribute
+            }
+            return entity
+        }
         self.entities = entities
         var names = Set<String>()
         for entity in entities where !names.insert(entity.name).inserted {
@@ -61,8 +75,17 @@ public struct Schema: Sendable, Hashable {
         layout.entityIndex(named: name).map { entities[$0] }
     }
 
+    /// A date value to the millisecond (other values as they are).
+    static func toTheMillisecond(_ value: Value) -> Value {
+        guard case .date(let date) = value else { return value }
+        return .date(Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000))
+    }
+
+    /// Equal schemas have the same fingerprint too (values that compare equal but encode
+    /// differently, such as 0.0 and -0.0 defaults, make different schemas), as hashing
+    /// uses it.
     public static func == (lhs: Schema, rhs: Schema) -> Bool {
-        lhs.name == rhs.name && lhs.version == rhs.version && lhs.entities == rhs.entities
+        lhs.name == rhs.name && lhs.version == rhs.version && lhs.fingerprint == rhs.fingerprint && lhs.entities == rhs.entities
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -128,6 +151,7 @@ extension Schema {
             guard bound.attributeType == type else {
                 throw fail(entity, attribute.name, "\(label) \(bound) is not a \(type.rawValue)")
             }
+            guard !bound.isNaN else { throw fail(entity, attribute.name, "\(label) is NaN, which is not a number: give a number or no \(label)") }
         }
         if let lower = attribute.minimum, let upper = attribute.maximum, Value.compare(lower, upper) == .orderedDescending {
             throw fail(entity, attribute.name, "min \(lower) is greater than max \(upper)")
