@@ -10,7 +10,10 @@ extension Journal {
     /// ``flush()`` first.
     /// - Throws: ``StoreError`` if a segment cannot be read or is damaged.
     public func transactions(after transaction: UInt64 = 0) throws(StoreError) -> [TransactionRecord] {
-        let segments = state.withLock { $0.segments }
+        // A checkpoint taken while commits continued may leave the transactions it folded in
+        // at the start of a segment that also holds newer ones: those are not history.
+        let (segments, folded) = state.withLock { ($0.segments, $0.checkpoint?.through ?? 0) }
+        let transaction = max(transaction, folded)
         var records: [TransactionRecord] = []
         for (k, segment) in segments.enumerated() {
             if k + 1 < segments.count && segments[k + 1].firstTransaction <= transaction + 1 { continue }

@@ -37,7 +37,13 @@ extension Journal {
         var state = ReplayedState()
         var replay = StoreReplay(directory: source, io: io, expected: schema, mode: .prefix)
         try replay.run(into: &state)
-        guard let stored = replay.schema else { preconditionFailure("replay finished without reading a file header") }
+        guard let stored = replay.schema else {
+            // The first file's header is unreadable: without the store's ID no record's
+            // checksum can be checked, so nothing can be copied.
+            let cause = replay.stoppedAt
+            throw StoreError(.corrupted, "nothing can be salvaged: the first file's header cannot be read (\(cause?.message ?? "no header")), so no record of the store can be checked",
+                             path: cause?.path ?? source, offset: cause?.offset)
+        }
         let copy = try create(at: destination, schema: schema ?? stored, configuration: configuration, initialContents: state)
         copy.closeSynchronously()
         return SalvageReport(lastTransaction: state.lastTransaction, objects: state.rows.count, stoppedAt: replay.stoppedAt)
