@@ -1,3 +1,5 @@
+import Foundation
+
 // MARK: - Opening with a migration
 
 extension Store {
@@ -115,8 +117,16 @@ extension Store {
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) async throws(MigrationError) -> Store {
         let io = configuration.fileIO
-        try clearDestination(destinationPath, io: io)
         let staging = destinationPath + legacyStagingSuffix
+        // The staging directory is emptied before the copy: it must not be the legacy store.
+        func location(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+        if [destinationPath, staging].map(location).contains(location(legacyPath)) {
+            throw MigrationError.store(
+                StoreError(.alreadyExists, "the legacy store at \(legacyPath) is where the new store or its staging directory (\(staging)) goes; choose another destination",
+                           path: legacyPath),
+                "preparing the new store")
+        }
+        try clearDestination(destinationPath, io: io)
         try clearDestination(staging, io: io, ownedByMigration: true)
         let last = try await copyLegacyStore(at: legacyPath, legacyFileIO: legacyFileIO, to: staging, plan: plan, configuration: configuration)
         do throws(MigrationError) {

@@ -105,3 +105,24 @@ extension MigrationMappingEdgeTests {
         await migrated.close()
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// The staging directory next to the destination is emptied before a legacy store is
+    /// copied into it: a legacy store at that very path is refused before anything is touched.
+    @Test("a legacy store at the migration's staging path is refused and left as it is")
+    func legacyStoreAtTheStagingPathIsRefused() async throws {
+        let directory = TemporaryDirectory("migration-staging-clash")
+        defer { directory.remove() }
+        let destination = directory.appending("songs.strata")
+        let legacy = destination + Store.legacyStagingSuffix
+        try FileManager.default.createDirectory(atPath: legacy, withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: legacy + "/journal-00000000000000000001.strata"))
+        let v1 = try Schema("Player", version: 1, entities: [Entity("Track", attributes: [Attribute("title", .string)])])
+        let plan = try MigrationPlan(schemas: [v1])
+        let refused = await #expect(throws: MigrationError.self) {
+            _ = try await Store.migrate(legacyStoreAt: legacy, to: destination, with: plan)
+        }
+        #expect(refused?.underlying?.code == .alreadyExists, "\(String(describing: refused))")
+        #expect(FileManager.default.fileExists(atPath: legacy + "/journal-00000000000000000001.strata"), "the legacy store's files were removed")
+    }
+}
