@@ -5,7 +5,7 @@ import Strata
 /// every property in storage order, relationships by the destination's unique key (or by
 /// `Entity/N` where the destination has none) — the form `import` reads back. An object
 /// whose optional key is null is named by its ID: `"Entity/N"`, or `{"id": "Entity/N"}`
-/// where the key is a string (a string key could read `"Entity/N"` as a key).
+/// where the key is a string or data (a string, or data's base64, could read `"Entity/N"`).
 struct ObjectLines {
     let generation: Generation
     private let schema: Schema
@@ -41,13 +41,13 @@ struct ObjectLines {
     }
 
     /// How a relationship names an object: its unique value, or its ID (in a form no key
-    /// reads the same: `{"id": "Entity/N"}` where the key is a string).
+    /// reads the same: `{"id": "Entity/N"}` where the key is a string or data).
     func reference(_ id: ObjectID) -> JSON {
         if let entity = schema.entity(named: id.entity), let unique = entity.attributes.firstIndex(where: \.isUnique) {
             if let target = generation.object(id), !target.values[unique].isNull {
                 return target.values[unique].json
             }
-            if entity.attributes[unique].type == .string {
+            if entity.attributes[unique].type == .string || entity.attributes[unique].type == .data {
                 return .object([("id", .string(id.description))])
             }
         }

@@ -95,6 +95,13 @@ public struct JSONLinesImporter {
     private var held: [Set<UInt64>]
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
+    /// For to-many lists whose line named members not seen yet: each member's place in the
+    /// line, so that one arriving later goes where the line put it (objects the line did
+    /// not name, joining through their inverse, go last).
+    private var ranks: [SourceKey: [ObjectID: Int]] = [:]
+    /// With a batch size: the line count at which a batch held back for a missing required
+    /// relationship (which a later line may give through its inverse) is looked at again.
+    private var recheckAt = 0
     private var summary = Summary(lines: 0, inserted: 0, updated: 0, transactions: 0, lastTransaction: 0)
     private var linesInBatch = 0
     /// The line being applied.
@@ -141,8 +148,14 @@ public struct JSONLinesImporter {
                 summary.lines = line.number
                 linesInBatch += 1
                 if summary.lines & 4095 == 0 { report(.read(lines: summary.lines, bytes: bytesRead)) }
-                if let batchSize, linesInBatch >= batchSize, try readyToCommit() {
-                    try await commit(report: report)
+                if let batchSize, linesInBatch >= batchSize, linesInBatch >= recheckAt {
+                    if try readyToCommit(final: false) {
+                        try await commit(report: report)
+                    } else if standingCount == 0 {
+                        // A required relationship is missing; a later line may still give it
+                        // through its inverse: look again a batch later, not at every line.
+                        recheckAt = linesInBatch + batchSize
+                    }
                 }
             }
             if chunk.finished { break }
@@ -160,7 +173,7 @@ public struct JSONLinesImporter {
             }
             throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input" + advice)
         }
-        _ = try readyToCommit()
+        _ = try readyToCommit(final: true)
         try await commit(report: report)
         return summary
     }
@@ -343,7 +356,8 @@ public struct JSONLinesImporter {
             let slot = Int(number - base)
             if slot < dense[entity].count {
                 let index = dense[entity][slot]
-                return index >= 0 ? Int(index) : nil
+                if index >= 0 { return Int(index) }
+                // An object registered past the table's reach before it grew over the slot.
             }
         }
         return stagedIndex.isEmpty ? nil : stagedIndex[id]
@@ -380,8 +394,9 @@ public struct JSONLinesImporter {
             }
             if let u = destination.unique {
                 // A dump names an object whose (optional) key is null by its ID, as "Entity/N"
-                // where no key reads the same: for a key that is not a string, that is the ID.
-                if destination.entity.attributes[u].type != .string, case .string(let text) = json,
+                // where no key reads the same: for a key that is neither text nor data (whose
+                // base64 may read "File/123"), that is the ID.
+                if ![.string, .data].contains(destination.entity.attributes[u].type), case .string(let text) = json,
                    let id = ObjectID(parsing: text), id.entity == destination.name {
                     return .id(id)
                 }
@@ -416,7 +431,7 @@ public struct JSONLinesImporter {
                 setToOne(object, index, target)
             } else {
                 setToOne(object, index, nil)
-                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, order: nil)
+                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, rank: nil)
             }
             return
         }
@@ -436,23 +451,33 @@ public struct JSONLinesImporter {
             references.append(ref)
         }
         var targets: [ObjectID] = []
-        for ref in references {
+        var named = Set<ObjectID>()
+        var lineRanks: [ObjectID: Int] = [:]
+        let waits = references.contains { resolve($0) == nil }
+        for (rank, ref) in references.enumerated() {
             if let target = resolve(ref) {
+                // One object named twice, by its key and by its ID: a list holds it once.
+                guard named.insert(target).inserted else {
+                    throw ImportError(line: line, message: "\(name) lists \(target) twice (\(items[rank].text) names it again)")
+                }
                 targets.append(target)
+                if waits { lineRanks[target] = rank }
             } else {
-                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, order: references)
+                addPending(ref, destination: r.destination, source: staged[object].id, property: index, line: line, rank: rank)
             }
         }
         setToMany(object, index, targets)
+        let key = SourceKey(object: staged[object].id, property: index)
+        if waits { ranks[key] = lineRanks } else if !ranks.isEmpty { ranks.removeValue(forKey: key) }
     }
 
-    private mutating func addPending(_ reference: Reference, destination: Int, source: ObjectID, property: Int, line: Int, order: [Reference]?) {
+    private mutating func addPending(_ reference: Reference, destination: Int, source: ObjectID, property: Int, line: Int, rank: Int?) {
         let key = SourceKey(object: source, property: property)
         var setting = settings[key] ?? Setting()
         setting.standing += 1
         settings[key] = setting
         pending[destination][reference, default: []].append(
-            PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, order: order,
+            PendingReference(source: source, property: property, line: line, destination: destination, reference: reference, rank: rank,
                              setting: setting.count))
         pendingCount += 1
         standingCount += 1
@@ -495,30 +520,42 @@ public struct JSONLinesImporter {
     private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) {
         guard pendingCount > 0, let waiting = pending[entity].removeValue(forKey: reference) else { return }
         pendingCount -= waiting.count
-        defer { if pendingCount == 0 { settings.removeAll() } }
+        defer {
+            if pendingCount == 0 {
+                settings.removeAll()
+                ranks.removeAll()
+            }
+        }
         let targetID = staged[target].id
         for reference in waiting where isCurrent(reference) {
             settings[SourceKey(object: reference.source, property: reference.property)]?.standing -= 1
             standingCount -= 1
             let source = touch(reference.source)
             link(source, reference.property, targetID)
-            if let order = reference.order { reorder(source, reference.property, by: order) }
+            if let rank = reference.rank { place(targetID, in: source, reference.property, rank: rank) }
         }
     }
 
-    /// Puts a to-many list in the order a line gave (objects it did not name go last).
-    private mutating func reorder(_ object: Int, _ index: Int, by order: [Reference]) {
-        guard case .objects(let ids) = staged[object].values[index] else { return }
-        let e = info[staged[object].entity]
-        let destination = info[e.relationships[index - e.attributeCount].destination]
-        var position: [Reference: Int] = [:]
-        for (i, ref) in order.enumerated() { position[ref] = i }
-        let keyed = ids.enumerated().map { offset, id -> (Int, Int, ObjectID) in
-            var rank = position[.id(id)]
-            if rank == nil, let u = destination.unique { rank = position[.key(staged[touch(id)].values[u])] }
-            return (rank ?? order.count, offset, id)
+    /// Moves a member that joined a to-many list after its line (it was appended) to the
+    /// place the line gave it: the list is in the order of the members' places, members the
+    /// line did not name last. A binary search, and usually no move at all (a dump lists a
+    /// relationship's members in the order their lines come).
+    private mutating func place(_ member: ObjectID, in object: Int, _ index: Int, rank: Int) {
+        let key = SourceKey(object: staged[object].id, property: index)
+        ranks[key, default: [:]][member] = rank
+        guard case .objects(var ids) = staged[object].values[index], ids.count > 1, let places = ranks[key],
+              let at = ids.last == member ? ids.count - 1 : ids.lastIndex(of: member)  // already there through its inverse
+        else { return }
+        staged[object].values[index] = .null
+        ids.remove(at: at)
+        func place(_ i: Int) -> Int { places[ids[i]] ?? Int.max }
+        var low = 0, high = ids.count
+        while low < high {
+            let mid = (low + high) / 2
+            if place(mid) <= rank { low = mid + 1 } else { high = mid }
         }
-        staged[object].values[index] = .objects(keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2))  // same members
+        ids.insert(member, at: low)
+        staged[object].values[index] = .objects(ids)
     }
 
     private mutating func setToOne(_ object: Int, _ index: Int, _ target: ObjectID?) {
@@ -599,7 +636,7 @@ public struct JSONLinesImporter {
 
     /// Takes `id` out of one side of a relationship.
     private mutating func remove(_ id: ObjectID, from object: Int, _ index: Int) {
-        staged[object].emptiedBy = currentLine
+        staged[object].emptied[index] = currentLine
         switch staged[object].values[index] {
         case .object(let current) where current == id: staged[object].values[index] = .null
         case .objects(var ids):
@@ -619,7 +656,9 @@ public struct JSONLinesImporter {
     /// object further on (then not yet: a commit would hold that line in part, with the
     /// relationship empty, whether or not the object ever appears), and every object has its
     /// required relationships.
-    private func readyToCommit() throws(ImportError) -> Bool {
+    /// Before the end of the input (`final` false) a missing required relationship holds
+    /// the batch instead of failing: a later line may give it through its inverse.
+    private func readyToCommit(final: Bool) throws(ImportError) -> Bool {
         guard standingCount == 0 else { return false }
         // Every staged object: a line may have taken the only target of an existing
         // object's required relationship (moving it to another owner).
@@ -628,7 +667,8 @@ public struct JSONLinesImporter {
             for (offset, r) in e.relationships.enumerated() where !r.optional {
                 let index = e.attributeCount + offset
                 guard object.values[index].referencedObjects.isEmpty else { continue }
-                throw ImportError(line: max(object.line, object.emptiedBy),
+                guard final else { return false }
+                throw ImportError(line: max(object.line, object.emptied[index] ?? 0),
                                   message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
                                   + (object.base == nil ? "" : "; this line leaves \(object.id) without one"))
             }
@@ -637,7 +677,10 @@ public struct JSONLinesImporter {
     }
 
     private mutating func commit(report: (Event) -> Void) async throws(ImportError) {
-        defer { linesInBatch = 0 }
+        defer {
+            linesInBatch = 0
+            recheckAt = 0
+        }
         var changes = ChangeSet(author: author)
         // Staging checked every constraint of the store's final pass (see `constraintsChecked`).
         changes.constraintsChecked = true
@@ -687,6 +730,7 @@ public struct JSONLinesImporter {
         stagedIndex.removeAll(keepingCapacity: true)
         for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
         members.removeAll()
+        ranks.removeAll()
         denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
         for entity in keyIndex.indices { keyIndex[entity].removeAll(keepingCapacity: true) }
     }
@@ -715,8 +759,8 @@ extension JSONLinesImporter {
         var line: Int
         var destination: Int
         var reference: Reference
-        /// For a to-many relationship, the order the line gave.
-        var order: [Reference]?
+        /// For a to-many relationship, the reference's place in the line's list.
+        var rank: Int?
         /// How often the relationship had been set when the reference was made.
         var setting: Int
     }
@@ -743,8 +787,8 @@ extension JSONLinesImporter {
         var base: StoredRow?
         /// The last line that changed it (0 when only an inverse did).
         var line: Int
-        /// The last line that took something out of one of its relationships.
-        var emptiedBy = 0
+        /// Per relationship (storage index): the last line that took something out of it.
+        var emptied: [Int: Int] = [:]
     }
 
     /// What the importer needs of an entity, looked up once (a class: one retain per use,

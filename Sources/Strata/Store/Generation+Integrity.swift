@@ -46,6 +46,9 @@ extension Generation {
                     }
                     let destination = schema.entity(named: relationship.destination)!
                     let inverseIndex = destination.propertyIndex(named: relationship.inverse)!
+                    if targets.count > 1, Set(targets).count != targets.count {
+                        if add(id, relationship.name, "lists an object twice") { return problems }
+                    }
                     for target in targets {
                         guard let other = object(target) else {
                             if add(id, relationship.name, "refers to \(target), which does not exist") { return problems }
