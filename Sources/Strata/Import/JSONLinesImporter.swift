@@ -450,14 +450,19 @@ public struct JSONLinesImporter {
             guard seen.insert(ref).inserted else { throw ImportError(line: line, message: "\(name) lists \(item.text) twice") }
             references.append(ref)
         }
-        var targets: [ObjectID] = []
+        let resolved = references.map(resolve)
+        let waits = resolved.contains(nil)
+        // Keys and IDs in one list may name one object twice (distinct references cannot
+        // otherwise): a list holds it once, so that is refused like a key given twice.
+        let mixed = references.contains { if case .key = $0 { true } else { false } }
+            && references.contains { if case .id = $0 { true } else { false } }
         var named = Set<ObjectID>()
+        var targets: [ObjectID] = []
+        targets.reserveCapacity(references.count)
         var lineRanks: [ObjectID: Int] = [:]
-        let waits = references.contains { resolve($0) == nil }
         for (rank, ref) in references.enumerated() {
-            if let target = resolve(ref) {
-                // One object named twice, by its key and by its ID: a list holds it once.
-                guard named.insert(target).inserted else {
+            if let target = resolved[rank] {
+                if mixed, !named.insert(target).inserted {
                     throw ImportError(line: line, message: "\(name) lists \(target) twice (\(items[rank].text) names it again)")
                 }
                 targets.append(target)
