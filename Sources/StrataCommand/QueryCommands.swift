@@ -81,6 +81,9 @@ enum QueryCommands {
         guard let function = AggregateFunction(rawValue: name) else {
             throw Arguments.UsageError(message: "--function must be one of count, sum, min, max, avg, not '\(name)'")
         }
+        if function != .count && arguments.option("key") == nil {
+            throw Arguments.UsageError(message: "--function \(name) needs --key K: the key whose values it aggregates")
+        }
         let predicate = try predicate(arguments)
         let store = try Store.open(at: path, configuration: .init(readOnly: true))
         let generation = store.currentGeneration

@@ -80,6 +80,8 @@ import Testing
         #expect(byArtist.output == "1\t2\n2\t1\n", "\(byArtist.output)")
         let bad = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "median", "--key", "rating"])
         #expect(bad.status == 2 && bad.errors.hasPrefix("strata aggregate: --function must be one of count, sum, min, max, avg, not 'median'"))
+        let noKey = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "sum"])
+        #expect(noKey.status == 2 && noKey.errors.hasPrefix("strata aggregate: --function sum needs --key K"), "\(noKey.errors)")
         let notNumeric = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "sum", "--key", "title"])
         #expect(notNumeric.status == 1 && notNumeric.errors.contains("sum needs a numeric key"))
     }
