@@ -303,6 +303,12 @@ struct BoundComparison {
             }
             return .date(date)
         case (.double, .int(let i)): return .double(Double(i))
+        case (.bool, .int(let i)):
+            // 1 and 0 are YES and NO, as in NSPredicate; another number would match nothing.
+            guard i == 0 || i == 1 else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a bool; compare it with true or false (or 1 and 0), not \(i)", key: key)
+            }
+            return .bool(i == 1)
         case (.uuid, .string(let text)):
             guard let uuid = UUID(uuidString: text) else {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a uuid; \"\(text)\" is not one", key: key)

@@ -64,6 +64,15 @@ import Testing
         #expect(missing.status == 1 && missing.errors.hasPrefix("strata query: notFound"))
     }
 
+    @Test func boolKeysCompareWithOneAndZero() async throws {
+        let catalog = try await sampleStore()
+        defer { catalog.remove() }
+        #expect(await runTool(["query", catalog.path, "--entity", "Album", "--where", "explicit == 1", "--count"]).output == "1\n")
+        #expect(await runTool(["query", catalog.path, "--entity", "Album", "--where", "explicit == 0", "--count"]).output == "2\n")
+        let two = await runTool(["query", catalog.path, "--entity", "Album", "--where", "explicit == 2"])
+        #expect(two.status == 1 && two.errors.contains("\"explicit\" is a bool; compare it with true or false"), "\(two.errors)")
+    }
+
     @Test func aggregateComputesPerGroup() async throws {
         let catalog = try await sampleStore()
         defer { catalog.remove() }
