@@ -33,6 +33,24 @@ final class SaveGate: Sendable {
 }
 
 @Suite struct StackConsistencyTests {
+    /// A hybrid stack over a seeded store whose writer's first save is held by a gate.
+    struct GatedHybrid {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        let store: Store
+        let gate = SaveGate(context: "writer")
+        let stack: Stack
+        let objects: ConstraintTests.Objects
+        let outcomes: AsyncStream<Stack.WriterSaveOutcome>
+
+        init() async throws {
+            store = try StoreTesting.create(in: directory, durability: .relaxed)
+            stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+            await stack.start()
+            objects = try await seedSongbook(store)
+            outcomes = stack.writerSaves()
+        }
+    }
+
     /// The next outcome of the writer's asynchronous saves, or `nil` after a hard timeout.
     static func nextOutcome(_ outcomes: AsyncStream<Stack.WriterSaveOutcome>) async -> Stack.WriterSaveOutcome? {
         await firstElement(of: outcomes, timeout: .seconds(10))
@@ -40,14 +58,9 @@ final class SaveGate: Sendable {
 
     @Test("hybrid: one conflicting asynchronous writer save does not make every later view save fail")
     func writerConflictDoesNotWedgeLaterSaves() async throws {
-        let directory = TemporaryDirectory("strata-stack-consistency")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let gate = SaveGate(context: "writer")
-        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        await stack.start()
-        let o = try await seedSongbook(store)
-        let outcomes = stack.writerSaves()
+        let h = try await GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
 
         // The user renames a1; the save returns once the writer has it.
         await stack.viewContext.perform { c in c.object(with: o.a1, as: Artist.self).name = "user's" }
@@ -72,14 +85,9 @@ final class SaveGate: Sendable {
 
     @Test("hybrid: a conflict the asynchronous writer save meets keeps the import's value, as the view shows it, and writes the rest")
     func writerConflictKeepsStoreValueAndWritesTheRest() async throws {
-        let directory = TemporaryDirectory("strata-stack-consistency")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let gate = SaveGate(context: "writer")
-        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        await stack.start()
-        let o = try await seedSongbook(store)
-        let outcomes = stack.writerSaves()
+        let h = try await GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
         await stack.viewContext.perform { c in
             c.object(with: o.a1, as: Artist.self).name = "user's"
             c.object(with: o.a3, as: Artist.self).name = "also the user's"
