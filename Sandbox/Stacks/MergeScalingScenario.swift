@@ -28,11 +28,14 @@ struct MergeScalingScenario: Scenario {
                 for registered in Self.registeredCounts {
                     var row = [StackName.name(of: preset), String(registered)]
                     var json: [(key: String, value: JSON)] = [("stack", .string(StackName.name(of: preset))), ("registeredObjects", .int(Int64(registered)))]
+                    var held = 0
                     for changed in Self.changedCounts {
                         var samples: [Double] = []
                         for _ in 0..<options.runs {
                             round += 1
-                            samples.append(try await Self.measure(bench, background: background, merges: merges, registered: registered, changed: changed, round: round))
+                            let measured = try await Self.measure(bench, background: background, merges: merges, registered: registered, changed: changed, round: round)
+                            samples.append(measured.milliseconds)
+                            held = measured.held
                         }
                         let cost = Measure.median(samples)
                         costs[preset, default: [:]][registered, default: [:]][changed] = cost
@@ -41,6 +44,7 @@ struct MergeScalingScenario: Scenario {
                     }
                     row.append(merges ? "merges the commit" : "child save through main")
                     table.append(row)
+                    json.append(("heldObjects", .int(Int64(held))))
                     results.append(.object(json + [("mainActorBusyMs", .object(Self.changedCounts.map { (String($0), number(costs[preset]![registered]![$0]!)) }))]))
                 }
                 await bench.close()
@@ -54,14 +58,21 @@ struct MergeScalingScenario: Scenario {
     }
 
     /// The main actor's busy time (ms) from a background save of `changed` songs until the
-    /// view context, holding `registered` of them, has taken it in.
-    static func measure(_ bench: StackBench, background: ObjectContext, merges: Bool, registered: Int, changed: Int, round: Int) async throws -> Double {
+    /// view context, holding `registered` of them, has taken it in; and how many objects the
+    /// view context held when the save was made.
+    static func measure(_ bench: StackBench, background: ObjectContext, merges: Bool, registered: Int, changed: Int, round: Int) async throws
+        -> (milliseconds: Double, held: Int)
+    {
         let view = bench.stack.viewContext
-        try await MainActor.run {
+        let held = try await MainActor.run {
             try view.performAndWait { context in
                 context.reset()
+                // The objects stay registered (as a UI holding them would keep them) until the
+                // next round's reset, whatever their number.
+                context.retainsRegisteredObjects = true
                 if registered > 0 { for song in try StackBench.songs(1...registered, in: context) { _ = song.title } }
             }
+            return view.performAndWait { $0.registeredObjects.count }
         }
         try await background.perform { context in
             context.reset()
@@ -73,7 +84,7 @@ struct MergeScalingScenario: Scenario {
         if merges { try await StackBench.awaitMerge(changes, timeout: 30) }
         let totals = bench.meter.stop()
         if let writer = bench.stack.writerContext { try await writer.save() }
-        return totals.busy.milliseconds
+        return (totals.busy.milliseconds, held)
     }
 
     static func verdict(_ costs: [StackPreset: [Int: [Int: Double]]]) -> String {

@@ -38,6 +38,11 @@ public actor ObjectContext {
     /// How a save to the store resolves conflicts with what others committed since the
     /// objects were read, and how merges treat keys both sides changed. Default ``MergePolicy/error``.
     public var mergePolicy: MergePolicy = .error
+    /// Whether the context keeps every object it registered until ``reset()``, as Core Data's
+    /// `retainsRegisteredObjects` does. Default `false`: objects without pending changes
+    /// that nothing outside the context refers to are let go from time to time (see
+    /// ``registeredObjects``) and made again, loaded from the parent, when asked for.
+    public var retainsRegisteredObjects = false
     /// Whether the context merges other contexts' saves as they happen: for a context on a
     /// coordinator, every commit to the store by anyone else (other contexts, other
     /// coordinators); for a child, what its parent merges and its siblings save into it.
@@ -130,7 +135,7 @@ public actor ObjectContext {
             _ = link.measure(.updateResults, objects: { $0 }) { graph.notifyResultsObservers(notification) }
             changes.yield(notification)
         }
-        graph.releaseUnreferencedObjects()
+        if !retainsRegisteredObjects { graph.releaseUnreferencedObjects() }
     }
 
     // MARK: - Objects

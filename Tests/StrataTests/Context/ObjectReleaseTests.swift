@@ -98,3 +98,19 @@ import Testing
         await p.close()
     }
 }
+
+extension ObjectReleaseTests {
+    @Test("a context that retains its registered objects keeps every one until reset")
+    func retainingContextKeepsEverything() async throws {
+        let f = try ContextFixture(.root)
+        let ids = try await Self.seed(f.store)
+        await f.context.perform { $0.retainsRegisteredObjects = true }
+        for start in stride(from: 0, to: ids.count, by: 1_000) {
+            let slice = Array(ids[start..<min(start + 1_000, ids.count)])
+            await f.context.perform { c in for id in slice { _ = c.object(with: id, as: Artist.self).name } }
+        }
+        let held = await f.context.perform { $0.registeredObjects.count }
+        #expect(held == ids.count)
+        await f.close()
+    }
+}

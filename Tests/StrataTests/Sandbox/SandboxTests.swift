@@ -69,6 +69,19 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
+    @Test("merge-scaling: the view context holds as many objects as each row says while the save is merged")
+    func mergeScalingHoldsWhatItSays() async throws {
+        let jsonPath = temporaryPath("merge-scaling.json")
+        defer { try? FileManager.default.removeItem(atPath: jsonPath) }
+        let result = try await run(["merge-scaling", "--stacks", "hybrid", "--runs", "1", "--json", jsonPath])
+        #expect(result.status == 0, "\(result.errors)")
+        let rows = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
+        #expect(rows.count == 4)
+        for row in rows {
+            #expect(row["heldObjects"] as? Int == row["registeredObjects"] as? Int, "\(row)")
+        }
+    }
+
     @Test("list names every scenario and stack; a wrong name is a usage error")
     func commandLine() async throws {
         let list = try await run(["list"])
