@@ -59,25 +59,43 @@ struct HTMLReport {
         return html + "</table>\n"
     }
 
-    /// Columns (after the first) whose cells are all numbers, in at least two rows.
+    /// Columns that say which configuration a row is, not what it measured: they label the
+    /// bars instead of being charted.
+    static let parameterColumns: Set<String> = ["writers", "registered", "objects", "phase"]
+
+    /// Columns (after the first, parameters aside) whose cells are numbers — empty cells
+    /// allowed (a row without that figure) — in at least two rows.
     private func numericColumns(_ rows: [[String]]) -> [Int] {
         guard let header = rows.first, rows.count > 2 else { return [] }
         return (1..<header.count).filter { column in
-            rows.dropFirst().allSatisfy { column < $0.count && Double($0[column]) != nil }
+            guard !Self.parameterColumns.contains(header[column]) else { return false }
+            let cells = rows.dropFirst().map { column < $0.count ? $0[column] : "" }
+            return cells.allSatisfy { $0.isEmpty || Double($0) != nil } && cells.filter { Double($0) != nil }.count >= 2
         }
     }
 
+    /// A row's label: its first cell, a text second cell, and its parameter columns.
+    private func label(_ row: [String], header: [String]) -> String {
+        var parts = [row[0]]
+        for column in 1..<min(row.count, header.count) {
+            if (column == 1 && Double(row[1]) == nil && !row[1].isEmpty) || Self.parameterColumns.contains(header[column]) {
+                parts.append(Self.parameterColumns.contains(header[column]) && !row[column].isEmpty ? "\(header[column]) \(row[column])" : row[column])
+            }
+        }
+        return parts.joined(separator: " ")
+    }
+
     private func barChart(_ rows: [[String]], column: Int) -> String {
-        let labels = rows.dropFirst().map { $0[0] + ($0.count > 1 && Double($0[1]) == nil ? " " + $0[1] : "") }
+        let labels = rows.dropFirst().map { label($0, header: rows[0]) }
         let values = rows.dropFirst().map { Double($0[column]) ?? 0 }
         let top = max(values.max() ?? 0, 1e-12)
-        let barHeight = 16.0, labelWidth = 150.0, width = 340.0
+        let barHeight = 16.0, labelWidth = 210.0, width = 400.0
         let height = Double(values.count) * (barHeight + 4) + 28
         var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\"><text x=\"0\" y=\"13\" font-weight=\"bold\">\(escape(rows[0][column]))</text>\n"
         for (index, value) in values.enumerated() {
             let y = 22 + Double(index) * (barHeight + 4)
             let length = (width - labelWidth - 60) * value / top
-            svg += "<text x=\"0\" y=\"\(y + 12)\">\(escape(String(labels[index].prefix(24))))</text>"
+            svg += "<text x=\"0\" y=\"\(y + 12)\">\(escape(String(labels[index].prefix(34))))</text>"
             svg += "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(max(length, 0.5))\" height=\"\(barHeight)\" fill=\"\(Self.palette[index % Self.palette.count])\"/>"
             svg += "<text x=\"\(labelWidth + length + 4)\" y=\"\(y + 12)\">\(escape(rows[index + 1][column]))</text>\n"
         }

@@ -9,6 +9,21 @@ struct ShootoutScenario: Scenario {
     let summary = "an import through every stack while the UI ticks at 60 Hz: import time, main-actor busy time, tick lateness, dropped frames, visible-after, durable-after, memory"
 
     /// One run of one stack.
+    /// Frame deadlines no tick met: a tick that started more than a frame late missed its
+    /// own, and the grid points between consecutive ticks' deadlines (skipped because a
+    /// tick ended past them) had none.
+    static func droppedFrames(_ ticks: [UILoop.Tick]) -> Int {
+        var dropped = 0
+        for (index, tick) in ticks.enumerated() {
+            if tick.started - tick.scheduled > UILoop.period { dropped += 1 }
+            if index + 1 < ticks.count {
+                let gap = (ticks[index + 1].scheduled - tick.scheduled + UILoop.period / 2) / UILoop.period
+                if gap > 1 { dropped += Int(gap) - 1 }
+            }
+        }
+        return dropped
+    }
+
     struct Run: Sendable {
         var importSeconds: Double
         var busySeconds: Double
@@ -16,6 +31,9 @@ struct ShootoutScenario: Scenario {
         var longestMs: Double
         var longestOperation: String
         var lateness: [Double]
+        /// Frame deadlines with no tick started within a frame of them: every tick more than
+        /// a frame late, and every grid point skipped after a late or long tick.
+        var droppedFrames: Int
         var latenessSeries: [(x: Double, y: Double)]
         var visibleAfter: [Double]
         var durableAfter: [Double]
@@ -83,7 +101,7 @@ struct ShootoutScenario: Scenario {
             busyShare = median { $0.busySeconds / max($0.importSeconds, 1e-9) }
             longestMs = median(\.longestMs)
             longestOperation = runs.max { $0.longestMs < $1.longestMs }?.longestOperation ?? ""
-            dropped = median { Double($0.lateness.filter { $0 > 16.67 }.count) }
+            dropped = median { Double($0.droppedFrames) }
             stalls = median { Double($0.lateness.filter { $0 > 100 }.count) }
             peakMegabytes = median(\.peakMegabytes)
             lateness = (median { Measure.quantile($0.lateness, 0.5) }, median { Measure.quantile($0.lateness, 0.99) },
@@ -131,7 +149,8 @@ struct ShootoutScenario: Scenario {
                 (hybrid.busyShare <= 0.01, "main busy \(format(hybrid.busyShare * 100))% of the import (≤ 1%)"),
                 (hybrid.dropped == 0, "\(Int(hybrid.dropped)) dropped frames (0)"),
                 (hybrid.lateness.p99 <= 4, "lateness p99 \(format(hybrid.lateness.p99)) ms (≤ 4)"),
-                (hybrid.visible.p50 <= 16.7, "visible after \(format(hybrid.visible.p50)) ms p50 (≤ 16.7)"),
+                // The target as the acceptance states it (p50); the slowest save is shown beside it.
+                (hybrid.visible.p50 <= 16.7, "visible after \(format(hybrid.visible.p50)) ms p50 (≤ 16.7; slowest save \(format(hybrid.visible.max)) ms)"),
             ]
             // The hypervisor's steal delays ticks whatever the stack does: say how much there was.
             let steal = hybrid.hostStealPercent.map { " (host steal \(format($0))% during the import)" } ?? ""
@@ -228,6 +247,7 @@ struct ShootoutScenario: Scenario {
             importSeconds: Double(finished - started) / 1e9, busySeconds: busy.busy.seconds, wallSeconds: busy.wall.seconds, longestMs: busy.longest.milliseconds,
             longestOperation: busy.longestOperation,
             lateness: during.map { Double($0.started - $0.scheduled) / 1e6 },
+            droppedFrames: Self.droppedFrames(during),
             latenessSeries: during.map { (Double($0.scheduled - started) / 1e9, Double($0.started - $0.scheduled) / 1e6) },
             visibleAfter: visibleAfter, durableAfter: durableAfter, peakMegabytes: peak,
             busyByOperation: busy.byOperation.mapValues(\.seconds), hostStealPercent: steal)

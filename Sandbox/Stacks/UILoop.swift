@@ -11,7 +11,7 @@ import Strata
 /// queue; a tick that starts late is measured, and the next one aims at the next grid point.
 @MainActor
 final class UILoop {
-    static let period: UInt64 = 16_666_667
+    nonisolated static let period: UInt64 = 16_666_667
 
     struct Tick: Sendable {
         var scheduled: UInt64

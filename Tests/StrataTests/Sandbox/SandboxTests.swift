@@ -82,6 +82,22 @@ import Testing
         }
     }
 
+    @Test("the HTML page charts the durability scenario's saves per second, with 1 and 4 writers told apart")
+    func durabilityCharts() async throws {
+        let htmlPath = temporaryPath("durability.html")
+        defer { try? FileManager.default.removeItem(atPath: htmlPath) }
+        let result = try await run(["durability", "--objects", "40", "--runs", "1", "--html", htmlPath])
+        #expect(result.status == 0, "\(result.errors)")
+        let html = try String(contentsOfFile: htmlPath, encoding: .utf8)
+        #expect(html.contains("font-weight=\"bold\">saves/s</text>"), "a bar chart of saves/s")
+        #expect(!html.contains("font-weight=\"bold\">writers</text>"), "the number of writers labels bars, it is not charted")
+        let labels = html.components(separatedBy: "<text x=\"0\" y=\"").dropFirst().compactMap { part -> String? in
+            guard let open = part.firstIndex(of: ">"), let close = part.firstIndex(of: "<") else { return nil }
+            return String(part[part.index(after: open)..<close])
+        }
+        #expect(Array(labels.drop { !$0.hasPrefix("full") }.prefix(2)) == ["full writers 1", "full writers 4"], "\(labels.prefix(4))")
+    }
+
     @Test("list names every scenario and stack; a wrong name is a usage error")
     func commandLine() async throws {
         let list = try await run(["list"])
