@@ -50,7 +50,7 @@ struct ConcurrentWritersScenario: Scenario {
     static func measure(_ bench: StackBench, rounds: Int, seed: UInt64) async throws -> (rate: Double, conflicts: Int, lost: Int) {
         let stack = bench.stack
         await stack.start()
-        let before = try counterTotal(bench.store)
+        let before = try counterValues(bench.store)
         let conflicts = Collector<Int>()
         let started = Measure.now()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -90,15 +90,33 @@ struct ConcurrentWritersScenario: Scenario {
         }
         if let writer = stack.writerContext { try await writer.save() }
         let elapsed = Double(Measure.now() - started) / 1e9
-        let after = try counterTotal(bench.store)
-        let expected = writers * rounds
-        return (Double(expected) / elapsed, conflicts.count, abs(expected - (after - before)))
+        let after = try counterValues(bench.store)
+        // Every counter checked on its own (a lost increment of one and a doubled one of
+        // another must not cancel out): the writers' seeded choices say how often each was
+        // incremented.
+        var expected: [Int: Int] = [:]
+        for writer in 0..<writers {
+            var rng = SplitMix64(seed: seed &+ UInt64(writer) &* 7919)
+            for _ in 0..<rounds {
+                expected[1 + Int(rng.next() % UInt64(counters)), default: 0] += 1
+                _ = rng.next()  // the shared song it retitled
+            }
+        }
+        let lost = (1...counters).reduce(0) { total, counter in
+            total + abs((expected[counter] ?? 0) - ((after[counter] ?? 0) - (before[counter] ?? 0)))
+        }
+        return (Double(writers * rounds) / elapsed, conflicts.count, lost)
     }
 
-    /// The sum of the counters (the songs' lengths) in the store.
-    static func counterTotal(_ store: Store) throws -> Int {
+    /// Each counter's value (its song's length) in the store, by song number.
+    static func counterValues(_ store: Store) throws -> [Int: Int] {
         let songs = try store.currentGeneration.fetch(FetchRequest(entity: "Song", predicate: .written("songID <= \(counters)")))
-        let index = Workload.schema.entities.first { $0.name == "Song" }!.attributes.firstIndex { $0.name == "milliseconds" }!
-        return songs.reduce(0) { total, song in if case .int(let value) = song.values[index] { total + Int(value) } else { total } }
+        let attributes = Workload.schema.entities.first { $0.name == "Song" }!.attributes
+        let length = attributes.firstIndex { $0.name == "milliseconds" }!, key = attributes.firstIndex { $0.name == "songID" }!
+        var values: [Int: Int] = [:]
+        for song in songs {
+            if case .int(let id) = song.values[key], case .int(let value) = song.values[length] { values[Int(id)] = Int(value) }
+        }
+        return values
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The stack presets under the names the command line and the reports use.
 enum StackName {
@@ -81,8 +84,16 @@ struct StackBench {
 
 extension Measure {
     /// Resets the peak resident set size the kernel reports (VmHWM) to the current one, so
-    /// each run reports its own peak. Linux only; elsewhere the peak is the process's.
+    /// each run reports its own peak. Linux only; elsewhere the peak is the process's. Free
+    /// heap pages go back to the system first, so that memory an earlier stack's run left in
+    /// the allocator does not count toward the next stack's peak.
     static func resetPeakMemory() {
+        #if canImport(Glibc)
+        // glibc's malloc_trim, looked up at run time (its header is not in the Glibc module).
+        if let symbol = dlsym(nil, "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+        }
+        #endif
         guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return }
         try? handle.write(contentsOf: Data("5".utf8))
         try? handle.close()
