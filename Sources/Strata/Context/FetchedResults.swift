@@ -170,7 +170,7 @@ extension ObjectGraph {
     func notifyResultsObservers(_ notification: ObjectsDidChange) -> Int {
         resultsObservers.removeAll { $0.notify == nil }
         guard !resultsObservers.isEmpty else { return 0 }
-        let change = ResultsChange(notification, view: link.sourceView())
+        let change = ResultsChange(notification, view: link.sourceView(), graph: self)
         for observer in resultsObservers { observer.notify?(change) }
         return resultsObservers.count
     }
@@ -185,12 +185,17 @@ extension ObjectGraph {
 /// changes to every result set.
 final class ResultsChange {
     let notification: ObjectsDidChange
-    private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed).union(notification.merged)
+    // Merged objects held here that took new values are among the refreshed ones; the
+    // others (not held) changed where this context reads them.
+    private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed)
+        .union(notification.merged.filter { graph?.registeredObject(for: $0) == nil })
     let pendingRows: PendingRows.Cache
+    private weak var graph: ObjectGraph?
 
-    init(_ notification: ObjectsDidChange, view: ContextView) {
+    init(_ notification: ObjectsDidChange, view: ContextView, graph: ObjectGraph? = nil) {
         self.notification = notification
         self.pendingRows = PendingRows.Cache(view: view)
+        self.graph = graph
     }
 }
 

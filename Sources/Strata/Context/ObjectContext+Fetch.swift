@@ -104,7 +104,8 @@ extension ObjectGraph {
         }
         // Objects whose values here may differ from the generation's.
         let changed = pending?.rows(of: bound.entity, in: self) ?? PendingRows(entity: bound.entity, graph: self, view: view)
-        if changed.changed.isEmpty {
+        let readsOwnOnly = (bound.predicate?.readsOwnAttributesOnly ?? true) && bound.sort.allSatisfy { $0.path.steps.count == 1 }
+        if changed.changed.isEmpty, readsOwnOnly {
             return (bound, view.generation.matches(bound, values: values || !ordered))
         }
         let reader = ContextReader(graph: self, view: view)

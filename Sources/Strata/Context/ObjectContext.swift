@@ -335,10 +335,11 @@ extension ObjectContext {
         let didSave: DidSave
         var resolved: [Conflict] = []
         if let parentContext {
-            resolved = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
+            let applied = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
+            resolved = applied.resolved
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: nil)
-                graph.markDeletedElsewhere(resolved.filter { $0.key == nil }.map(\.object))
+                graph.markDeletedElsewhere(resolved.filter { $0.key == nil }.map(\.object) + applied.alsoDeleted)
                 return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
             }
         } else {
@@ -369,14 +370,16 @@ extension ObjectContext {
 
     /// Applies a child's save as this context's pending changes; returns the conflicts the
     /// child's merge policy resolved.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> [Conflict] {
-        let (didSave, resolved) = try link.measure(.applyChildSave, objects: { $0.didSave.inserted.count + $0.didSave.updated.count + $0.didSave.deleted.count }) {
-            () throws(StoreError) -> (didSave: DidSave, resolved: [Conflict]) in
+    /// Also returns the objects the save's deletions took with them here beyond those the
+    /// child deleted (this context's delete rules, over what it holds).
+    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (resolved: [Conflict], alsoDeleted: [ObjectID]) {
+        let applied = try link.measure(.applyChildSave, objects: { $0.didSave.inserted.count + $0.didSave.updated.count + $0.didSave.deleted.count }) {
+            () throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID]) in
             try graph.applyChildSave(save)
         }
         processPendingChanges()
-        link.changes.yield(didSave)
-        return resolved
+        link.changes.yield(applied.didSave)
+        return (applied.resolved, applied.alsoDeleted)
     }
 
     private func acquireSaveTurn() async {

@@ -136,7 +136,11 @@ extension ObjectGraph {
     /// would have made them.
     func markDeletedElsewhere(_ ids: [ObjectID]) {
         for id in ids {
-            guard let object = registered[id], object.lifecycle == .persistent, object.changedKeys.isEmpty else { continue }
+            guard let object = registered[id] else {
+                pendingNotification.invalidated.insert(id)  // live results may show it without holding it
+                continue
+            }
+            guard object.lifecycle == .persistent, object.changedKeys.isEmpty else { continue }
             object.lifecycle = .deletedElsewhere
             setTracking(object)
             noteChanged(object)
@@ -210,6 +214,19 @@ extension ObjectGraph {
             rebase(object, sent: sent)
         }
         for object in capture.deleted where object.lifecycle == .deleted {
+            if let committed, let row = committed.object(object.objectID) {
+                // The merge policy dropped the deletion: the object stays, as committed.
+                object.lifecycle = .persistent
+                object.storage = row.values
+                object.base = row.values
+                object.baseVersion = row.version
+                object.changedKeys = []
+                object.deletedInConflict = false
+                setTracking(object)
+                noteChanged(object)
+                pendingNotification.inserted.insert(object.objectID)
+                continue
+            }
             object.lifecycle = .deletedElsewhere
             setTracking(object)
             noteChanged(object)
@@ -237,7 +254,7 @@ extension ObjectGraph {
 
     /// Applies a child context's save as pending changes of this context. Checks
     /// everything first: a refused save changes nothing.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (didSave: DidSave, resolved: [Conflict]) {
+    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID]) {
         for row in save.inserted where registered[row.id] != nil {
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
@@ -273,15 +290,19 @@ extension ObjectGraph {
         // Through this context's own delete rules: objects it changed since the child read
         // them (a pending insert in a cascaded list, a new reference to nullify) follow the
         // deletion here as they would have in the child.
+        let (deletedBefore, insertedBefore) = (deleted, inserted)
         for id in save.deleted {
             let object = self.object(with: id)
             load(object)
             delete(object)
         }
+        // What the rules took here beyond the child's deletions: the child must let go too.
+        let named = Set(save.deleted)
+        let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
         var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
                               deleted: save.deleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
-        return (didSave, resolved)
+        return (didSave, resolved, alsoDeleted)
     }
 
     /// The child's updates as they apply here: keys this context changed since the child
@@ -573,6 +594,7 @@ extension ObjectGraph {
         }
         var values = theirs
         for index in keepOurs { values[index] = object.storage[index] }
+        let valuesChanged = values != object.storage
         for index in object.changedKeys.subtracting(keepOurs) {
             guard let info = relationships[object.entityIndex][index], object.storage[index] != values[index] else { continue }
             let ours = Self.targets(object.storage[index]), theirs = Self.targets(values[index])
@@ -586,7 +608,7 @@ extension ObjectGraph {
         object.changedKeys = Set(keepOurs.filter { values[$0] != theirs[$0] })
         setTracking(object)
         noteChanged(object)
-        pendingNotification.refreshed.insert(object.objectID)
+        if valuesChanged { pendingNotification.refreshed.insert(object.objectID) }
         return conflicts
     }
 

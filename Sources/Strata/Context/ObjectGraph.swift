@@ -466,6 +466,11 @@ final class ObjectGraph {
             case .cascade:
                 for id in targets {
                     let target = self.object(with: id)
+                    load(target)
+                    // Only what still belongs to the object: a parent applying a child's save
+                    // can hold a list the child emptied by moving its members elsewhere (the
+                    // deleted object's own update is not sent), and those members stay.
+                    guard target.storage[info.inverseIndex].refers(to: object.objectID) else { continue }
                     removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
                     cascade.append(target)
                 }
@@ -653,6 +658,7 @@ final class ObjectGraph {
     /// reloads what it was based on and keeps its changes on top.
     func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
+        let before = object.storage
         guard let row = link.sourceView().row(object.objectID) else {
             object.lifecycle = .deletedElsewhere
             object.changedKeys = []
@@ -689,6 +695,6 @@ final class ObjectGraph {
         }
         setTracking(object)
         touch(object)
-        pendingNotification.refreshed.insert(object.objectID)
+        if (object.isLoaded ? object.storage : row.values) != before { pendingNotification.refreshed.insert(object.objectID) }
     }
 }
