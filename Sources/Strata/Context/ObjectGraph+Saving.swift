@@ -444,7 +444,12 @@ extension ObjectGraph {
         }
         var dropped: [DroppedRelationship] = []
         for (id, object) in changed {
-            guard object.isLoaded, let row = values[id] else { continue }
+            guard object.isLoaded, var row = values[id] else { continue }
+            // A child whose parent has merged this commit already takes the values the parent
+            // kept (its merge policy may have kept its own), not the commit's.
+            if !link.isRoot, let transaction = save.transaction, let seen = link.sourceView().row(id), seen.version >= transaction {
+                row = seen.values
+            }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
             // Only the keys the save changed: the rest of its row may be older than what this
             // context holds (a state it handed to its parent that is not committed yet).
@@ -470,12 +475,13 @@ extension ObjectGraph {
                 }
                 if object.lifecycle == .persistent {
                     guard object.storage != theirs || object.baseVersion != version else { continue }
+                    let valuesChanged = object.storage != theirs
                     object.storage = theirs
                     object.base = theirs
                     object.baseVersion = version
                     object.mergedRowInConflict = nil
                     noteChanged(object)
-                    pendingNotification.refreshed.insert(id)
+                    if valuesChanged { pendingNotification.refreshed.insert(id) }  // a newer version of the same values shows nothing new
                 }
                 continue
             }

@@ -166,8 +166,7 @@ extension FetchedResultsTests {
 
     /// The parent keeps its own value against a merged save (`contextWins`); the child,
     /// merging the same save, must see its parent's value, not the one the parent refused.
-    @Test("a child merging a save sees the values its parent kept", .disabled("known gap (docs/ARCHITECTURE.md, \"Limits today\"): a child's merge applies the save's values, not the ones its parent kept by its merge policy"),
-          arguments: [false, true])
+    @Test("a child merging a save sees the values its parent kept", arguments: [false, true])
     func childMergeUnderParent(automatic: Bool) async throws {
         let f = try ContextFixture(.child)
         let x = try await Self.commit(f.coordinator) { c in
