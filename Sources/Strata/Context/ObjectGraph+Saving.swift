@@ -141,10 +141,7 @@ extension ObjectGraph {
                 continue
             }
             guard object.lifecycle == .persistent, object.changedKeys.isEmpty else { continue }
-            object.lifecycle = .deletedElsewhere
-            setTracking(object)
-            noteChanged(object)
-            pendingNotification.invalidated.insert(id)
+            makeTombstone(object)
         }
     }
 
@@ -423,11 +420,7 @@ extension ObjectGraph {
                     continue
                 }
             }
-            object.lifecycle = .deletedElsewhere
-            object.changedKeys = []
-            setTracking(object)
-            noteChanged(object)
-            pendingNotification.invalidated.insert(id)
+            makeTombstone(object)
         }
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.

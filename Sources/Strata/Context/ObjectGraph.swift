@@ -545,6 +545,16 @@ final class ObjectGraph {
     /// Marks an object as changed since the layer was published (after a direct change of its state).
     func noteChanged(_ object: ManagedObject) { touch(object) }
 
+    /// Makes an object a tombstone (deleted elsewhere, nothing pending) and announces it.
+    func makeTombstone(_ object: ManagedObject) {
+        object.lifecycle = .deletedElsewhere
+        object.changedKeys = []
+        object.deletedInConflict = false
+        setTracking(object)
+        touch(object)
+        pendingNotification.invalidated.insert(object.objectID)
+    }
+
     func setTracking(_ object: ManagedObject) {
         let id = object.objectID
         inserted.remove(id)
@@ -625,13 +635,8 @@ final class ObjectGraph {
                       object.base != nil else { continue }
                 if object.deletedInConflict {
                     // Deleted elsewhere while it held the changes rolled back: a tombstone now.
-                    object.deletedInConflict = false
-                    object.changedKeys = []
                     if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
-                    object.lifecycle = .deletedElsewhere
-                    setTracking(object)
-                    touch(object)
-                    pendingNotification.invalidated.insert(object.objectID)
+                    makeTombstone(object)
                     continue
                 }
                 if let merged = object.mergedRowInConflict {
@@ -660,12 +665,7 @@ final class ObjectGraph {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         let before = object.storage
         guard let row = link.sourceView().row(object.objectID) else {
-            object.lifecycle = .deletedElsewhere
-            object.changedKeys = []
-            object.deletedInConflict = false
-            setTracking(object)
-            touch(object)
-            pendingNotification.invalidated.insert(object.objectID)
+            makeTombstone(object)
             return
         }
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
