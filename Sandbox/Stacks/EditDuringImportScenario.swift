@@ -63,51 +63,66 @@ struct EditDuringImportScenario: Scenario {
     static func measure(_ bench: StackBench, merging: Bool, saveEvery: Int) async throws -> Outcome {
         let stack = bench.stack
         await stack.start()
-        let editor = await stack.newEditorContext()
         let conflicts = Collector<Int>()
-        let conflictStream = editor.mergeConflicts()
-        let listener = Task { for await found in conflictStream { conflicts.append(found.count) } }
-        // The editor shows songs 1...1000 and retitles 1...200.
-        let originalTitles = try await editor.perform { context in
-            context.automaticallyMergesChanges = merging
-            context.mergePolicy = .contextWins
-            var titles: [Int: String] = [:]
-            for song in try StackBench.songs(1...shown, in: context) {
-                titles[song.songID] = song.title
-                if song.songID <= edited { song.title = "Edited \(song.songID)" }
+        let listener: Task<Bool, Never>
+        let originalTitles: [Int: String], seen: Int, saveMs: Double
+        do {
+            let editor = await stack.newEditorContext()
+            let conflictStream = editor.mergeConflicts()
+            listener = Task {
+                for await found in conflictStream { conflicts.append(found.count) }
+                return !Task.isCancelled
             }
-            return titles
-        }
-        // The import rates every shown song and retitles 1...100 (contested with the editor).
-        let importer = stack.newImportContext()
-        for first in stride(from: 1, through: shown, by: saveEvery) {
-            try await importer.perform { context in
-                for song in try StackBench.songs(first...min(first + saveEvery - 1, shown), in: context) {
-                    song.rating = importedRating
-                    if song.songID <= contested { song.title = "Imported \(song.songID)" }
+            // The editor shows songs 1...1000 and retitles 1...200.
+            originalTitles = try await editor.perform { context in
+                context.automaticallyMergesChanges = merging
+                context.mergePolicy = .contextWins
+                var titles: [Int: String] = [:]
+                for song in try StackBench.songs(1...shown, in: context) {
+                    titles[song.songID] = song.title
+                    if song.songID <= edited { song.title = "Edited \(song.songID)" }
+                }
+                return titles
+            }
+            // The import rates every shown song and retitles 1...100 (contested with the editor).
+            let importer = stack.newImportContext()
+            for first in stride(from: 1, through: shown, by: saveEvery) {
+                try await importer.perform { context in
+                    for song in try StackBench.songs(first...min(first + saveEvery - 1, shown), in: context) {
+                        song.rating = importedRating
+                        if song.songID <= contested { song.title = "Imported \(song.songID)" }
+                    }
+                }
+                try await stack.save(importer)
+                await importer.perform { context in context.reset() }
+            }
+            if let writer = stack.writerContext { try await writer.save() }
+            // A merging editor takes the import's saves asynchronously: give it until it has them all.
+            func seenCount() async -> Int {
+                await editor.perform { context in
+                    context.registeredObjects.compactMap { $0 as? Song }.filter { $0.rating == importedRating }.count
                 }
             }
-            try await stack.save(importer)
-            await importer.perform { context in context.reset() }
-        }
-        if let writer = stack.writerContext { try await writer.save() }
-        // A merging editor takes the import's saves asynchronously: give it until it has them all.
-        func seenCount() async -> Int {
-            await editor.perform { context in
-                context.registeredObjects.compactMap { $0 as? Song }.filter { $0.rating == importedRating }.count
+            var seenNow = await seenCount()
+            let deadline = Measure.now() + 10_000_000_000
+            while merging, seenNow < shown, Measure.now() < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+                seenNow = await seenCount()
             }
+            seen = seenNow
+            let started = Measure.now()
+            try await stack.save(editor)
+            saveMs = Double(Measure.now() - started) / 1e6
+            if let writer = stack.writerContext { try await writer.save() }
         }
-        var seen = await seenCount()
-        let deadline = Measure.now() + 10_000_000_000
-        while merging, seen < shown, Measure.now() < deadline {
-            try await Task.sleep(for: .milliseconds(1))
-            seen = await seenCount()
+        // The editor is gone: its conflict stream ends when its deinit runs, after every
+        // conflict it reported (cancelling the listener instead could drop some still buffered).
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(10))
+            listener.cancel()
         }
-        let started = Measure.now()
-        try await stack.save(editor)
-        let saveMs = Double(Measure.now() - started) / 1e6
-        if let writer = stack.writerContext { try await writer.save() }
-        listener.cancel()
+        defer { watchdog.cancel() }
+        guard await listener.value else { throw ScenarioError("the editor was not released within 10 s of its save, so its conflicts cannot all be counted") }
 
         // The store must hold the editor's titles, the import's ratings and its titles where
         // the editor did not edit, and the original titles elsewhere.
