@@ -10,6 +10,9 @@ enum AttributeCheck {
         guard value.attributeType == attribute.type else {
             return "\(value) is not a \(attribute.type.rawValue)"
         }
+        if case .date(let date) = value, !ISO8601.canRepresent(date) {
+            return "\(date.timeIntervalSince1970) seconds from 1970 is not a date between the years -999999 and 999999"
+        }
         if attribute.isUnique, case .double(let number) = value, number.isNaN {
             return "NaN cannot be a unique value: it equals no value, itself included"
         }

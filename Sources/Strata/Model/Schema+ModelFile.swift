@@ -12,7 +12,9 @@ extension Schema {
     public init(modelFile data: Data) throws(SchemaError) {
         let json: JSON
         do {
-            json = try JSON.parse(data)
+            // A UTF-8 byte-order mark, which some editors write, is skipped (as import files' is).
+            let bom = data.starts(with: [0xEF, 0xBB, 0xBF])
+            json = try JSON.parse(bom ? data.dropFirst(3) : data)
         } catch {
             throw SchemaError("the model file is not valid JSON: \(error)")
         }

@@ -24,7 +24,8 @@ final class SchemaLayout: Sendable {
         /// destination entity; -1 for attributes.
         let inverseIndexes: [Int]
         /// Per attribute: what a value must be when the attribute has no limits (min, max,
-        /// lengths) and is not a unique double (which must not be NaN), so that the commit
+        /// lengths), is not a unique double (which must not be NaN) and is not a date (which
+        /// must be within the years ISO 8601 text can spell), so that the commit
         /// checks such values without reading the attribute; `nil` for the others.
         let plainChecks: [(type: AttributeType, optional: Bool)?]
 
@@ -102,9 +103,10 @@ final class SchemaLayout: Sendable {
                                     indexes[r.destination].flatMap { entities[$0].propertyIndex(named: r.inverse) } ?? -1
                                 },
                                 plainChecks: entity.attributes.map { a in
-                                    // (A unique double must not be NaN: that takes the full check.)
+                                    // (A unique double must not be NaN, a date must be one ISO 8601
+                                    // can write: those take the full check.)
                                     a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
-                                        && !(a.isUnique && a.type == .double)
+                                        && !(a.isUnique && a.type == .double) && a.type != .date
                                         ? (a.type, a.isOptional) : nil
                                 })
         }

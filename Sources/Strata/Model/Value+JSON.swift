@@ -14,9 +14,18 @@ extension Value {
         case (.string, .string(let s)): return .success(.string(s))
         case (.int, .int(let i)): return .success(.int(i))
         case (.int, .double(let d)):
-            guard let i = Int64(exactly: d) else {
-                let reason = d.isFinite && d.rounded() == d ? "\(d) is outside the range of a 64-bit integer" : "\(d) is not a whole number"
-                return .failure(ValueConversionError(reason: reason))
+            // A number written with a fraction or an exponent, or too large for a 64-bit
+            // integer, was read as a double. Above 2^53 a double no longer tells which
+            // integer was written (9007199254740993.0 reads as ...992), so it is refused
+            // rather than stored as a neighbouring number.
+            guard d.isFinite, d.rounded() == d else {
+                return .failure(ValueConversionError(reason: "\(d) is not a whole number"))
+            }
+            guard d > -9.223372036854775808e18, d < 9.223372036854775808e18 else {
+                return .failure(ValueConversionError(reason: "\(d) is outside the range of a 64-bit integer or cannot be read exactly as one (write a plain integer from -9223372036854775808 to 9223372036854775807)"))
+            }
+            guard abs(d) < 9_007_199_254_740_992, let i = Int64(exactly: d) else {
+                return .failure(ValueConversionError(reason: "\(d) is too large to be read exactly as an integer when written with a fraction or an exponent: write it as a plain integer"))
             }
             return .success(.int(i))
         case (.double, .double(let d)): return .success(.double(d))

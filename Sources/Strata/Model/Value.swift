@@ -66,7 +66,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         case .int(let i): String(i)
         case .double(let d): String(d)
         case .bool(let b): String(b)
-        case .date(let d): d.formatted(.iso8601)
+        case .date(let d): ISO8601.string(from: d)
         case .data(let d): "<\(d.count) bytes>"
         case .uuid(let u): u.uuidString.lowercased()
         case .object(let id): id.description

@@ -1,26 +1,184 @@
 import Foundation
 
 /// ISO-8601 dates as the model file, import files and predicates spell them:
-/// `2020-01-01T00:00:00Z`, fractional seconds allowed.
+/// `2020-01-01T00:00:00Z`, fractional seconds allowed, a `Z` or an offset (`+02:00`,
+/// `-0530`).
+///
+/// Parsed and formatted here, not by Foundation's format style, for three reasons: the
+/// format style rolls impossible dates over (`2019-02-29` read as March 1st, `25:00` as 1 a.m.
+/// the next day) and ignores text after the date, where an import must refuse both; it uses
+/// the Julian calendar before 1582-10-15, where ISO 8601 (and Python, JavaScript, SQLite)
+/// use the proleptic Gregorian one, so early dates were days off; and it wrote years before
+/// 1 in a form it could not read back. Years are four digits from 0000 to 9999; others are
+/// written with a sign and at least four digits (`-0001`, `+10000`), as ISO 8601's expanded
+/// form, which is read back too, up to six digits.
 enum ISO8601 {
-    private static let plain = Date.ISO8601FormatStyle()
-    private static let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    /// The seconds from 1970 of the first moment of year -999,999 and of year 1,000,000:
+    /// the expanded form's six digits reach no further, and dates outside are refused as
+    /// attribute values (``canRepresent(_:)``).
+    private static let earliest = Double(days(fromCivil: -999_999, 1, 1) * 86_400)
+    private static let beyondLatest = Double(days(fromCivil: 1_000_000, 1, 1) * 86_400)
 
-    /// Parses a date with or without fractional seconds; `nil` if the text is not ISO-8601.
+    /// Parses a date; `nil` if the text is not an ISO-8601 date and time, names a day or
+    /// time that does not exist, or has anything after the date.
     static func date(from text: String) -> Date? {
-        (try? plain.parse(text)) ?? (try? fractional.parse(text))
+        var text = text
+        return text.withUTF8 { parse(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Formats a date to the millisecond, with fractional seconds only when it has them.
-    /// The milliseconds are rounded (the format style truncates, so 53.550 read back could
-    /// print as 53.549): text parsed and formatted again is the same text.
+    /// Whether a date can be written (and so stored): in the years -999,999 to 999,999.
+    static func canRepresent(_ date: Date) -> Bool {
+        let seconds = date.timeIntervalSince1970
+        return seconds >= earliest && seconds < beyondLatest - 0.0005  // NaN fails both
+    }
+
+    /// Formats a date to the millisecond, in UTC, with fractional seconds only when it has
+    /// them; milliseconds are rounded, so text parsed and formatted again is the same text.
     static func string(from date: Date) -> String {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        let seconds = (milliseconds / 1000).rounded(.down)
-        let text = plain.format(Date(timeIntervalSince1970: seconds))
-        let fraction = Int(milliseconds - seconds * 1000)
-        guard fraction != 0, text.hasSuffix("Z") else { return text }
-        let digits = String(fraction)
-        return text.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+        guard canRepresent(date) else { return "(no date: \(date.timeIntervalSince1970) s from 1970)" }
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (days, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
+        let (year, month, day) = civil(fromDays: days)
+        let secondOfDay = millisecondOfDay / 1000, fraction = millisecondOfDay % 1000
+        var text = ""
+        if (0...9999).contains(year) {
+            text += padded(year, 4)
+        } else {
+            text += (year < 0 ? "-" : "+") + padded(abs(year), 4)
+        }
+        text += "-" + padded(month, 2) + "-" + padded(day, 2)
+        text += "T" + padded(secondOfDay / 3600, 2) + ":" + padded(secondOfDay / 60 % 60, 2) + ":" + padded(secondOfDay % 60, 2)
+        if fraction != 0 { text += "." + padded(fraction, 3) }
+        return text + "Z"
+    }
+
+    // MARK: - Parsing
+
+    private static func parse(_ bytes: UnsafeRawBufferPointer) -> Date? {
+        var i = 0
+        func digits(_ count: Int) -> Int64? {
+            guard i + count <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for k in i..<(i + count) {
+                let byte = bytes[k]
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            i += count
+            return value
+        }
+        func expect(_ character: Character) -> Bool {
+            guard i < bytes.count, bytes[i] == character.asciiValue! else { return false }
+            i += 1
+            return true
+        }
+        // Year: four digits, or a sign and four to six (the expanded form).
+        var year: Int64
+        if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
+            let negative = bytes[i] == UInt8(ascii: "-")
+            i += 1
+            let start = i
+            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 { i += 1 }
+            let count = i - start
+            guard (4...6).contains(count) else { return nil }  // years -999999 to +999999
+            i = start
+            guard let magnitude = digits(count) else { return nil }
+            year = negative ? -magnitude : magnitude
+        } else {
+            guard let plain = digits(4) else { return nil }
+            year = plain
+        }
+        guard expect("-"), let month = digits(2), expect("-"), let day = digits(2), expect("T"),
+              let hour = digits(2), expect(":"), let minute = digits(2), expect(":"), let second = digits(2)
+        else { return nil }
+        guard (1...12).contains(month), (1...daysIn(month: month, of: year)).contains(day),
+              hour < 24, minute < 60, second < 60
+        else { return nil }
+        // The fraction as an integer of its first nine digits over a power of ten (the rest
+        // is below what a date holds), so that milliseconds read back exactly.
+        var numerator: Int64 = 0, places = 0
+        if expect(".") {
+            let start = i
+            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 {
+                if places < 9 {
+                    numerator = numerator * 10 + Int64(bytes[i] - 0x30)
+                    places += 1
+                }
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        var offsetSeconds: Int64 = 0
+        if expect("Z") {
+            // UTC
+        } else if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
+            let sign: Int64 = bytes[i] == UInt8(ascii: "-") ? -1 : 1
+            i += 1
+            guard let hours = digits(2) else { return nil }
+            _ = expect(":")
+            guard let minutes = digits(2), hours < 24, minutes < 60 else { return nil }
+            offsetSeconds = sign * (hours * 3600 + minutes * 60)
+        } else {
+            return nil
+        }
+        guard i == bytes.count else { return nil }
+        let seconds = days(fromCivil: year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        if places <= 3 {
+            var milliseconds = numerator
+            for _ in places..<3 { milliseconds *= 10 }
+            return Date(timeIntervalSince1970: Double(seconds * 1000 + milliseconds) / 1000)
+        }
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        return Date(timeIntervalSince1970: Double(seconds) + Double(numerator) / scale)
+    }
+
+    // MARK: - The proleptic Gregorian calendar
+
+    private static func isLeap(_ year: Int64) -> Bool {
+        year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    }
+
+    private static func daysIn(month: Int64, of year: Int64) -> Int64 {
+        switch month {
+        case 2: isLeap(year) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days from 1970-01-01 to a date (year 0 is 1 BC). The well-known era arithmetic:
+    /// 400-year eras of 146,097 days, each year counted from March so that leap days fall
+    /// at the end.
+    private static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDivision(y, 400).quotient
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01: the inverse of ``days(fromCivil:_:_:)``.
+    private static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468
+        let era = floorDivision(shifted, 146_097).quotient
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func floorDivision(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
+        let quotient = a / b, remainder = a % b
+        return remainder < 0 ? (quotient - 1, remainder + b) : (quotient, remainder)
+    }
+
+    private static func padded(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 }

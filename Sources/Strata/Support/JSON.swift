@@ -2,6 +2,8 @@ import Foundation
 
 /// A parsed JSON value. Objects keep their keys in order; a key given twice is a parse
 /// error (JSON that says two things about one key is refused, never silently resolved).
+/// Strings and keys are compared by their UTF-8 bytes, as JSON text spells them: `"\u00e9"`
+/// and `"e\u0301"` are different keys, as they are to every other JSON reader.
 ///
 /// Strata parses JSON itself, byte by byte: it is faster than `JSONSerialization` for the
 /// import format, tells `true` from `1` on every platform, and reports errors by column.
@@ -17,7 +19,7 @@ public enum JSON: Sendable, Hashable {
     /// The value for a key of an object; `nil` for a missing key or a non-object.
     public subscript(key: String) -> JSON? {
         guard case .object(let pairs) = self else { return nil }
-        return pairs.first(where: { $0.key == key })?.value
+        return pairs.first(where: { $0.key.utf8.elementsEqual(key.utf8) })?.value
     }
 
     public static func == (lhs: JSON, rhs: JSON) -> Bool {
@@ -26,9 +28,10 @@ public enum JSON: Sendable, Hashable {
         case (.bool(let a), .bool(let b)): a == b
         case (.int(let a), .int(let b)): a == b
         case (.double(let a), .double(let b)): a == b
-        case (.string(let a), .string(let b)): a == b
+        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
         case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.key.utf8.elementsEqual($1.key.utf8) && $0.value == $1.value }
         default: false
         }
     }
@@ -39,10 +42,19 @@ public enum JSON: Sendable, Hashable {
         case .bool(let b): hasher.combine(b)
         case .int(let i): hasher.combine(i)
         case .double(let d): hasher.combine(d)
-        case .string(let s): hasher.combine(s)
+        case .string(let s): JSON.hashBytes(of: s, into: &hasher)
         case .array(let a): hasher.combine(a)
-        case .object(let pairs): for pair in pairs { hasher.combine(pair.key); hasher.combine(pair.value) }
+        case .object(let pairs):
+            for pair in pairs {
+                JSON.hashBytes(of: pair.key, into: &hasher)
+                hasher.combine(pair.value)
+            }
         }
+    }
+
+    private static func hashBytes(of text: String, into hasher: inout Hasher) {
+        for byte in text.utf8 { hasher.combine(byte) }
+        hasher.combine(text.utf8.count)
     }
 
     /// A short name of the value's kind, for error messages.
@@ -101,8 +113,11 @@ struct JSONParser {
     private let bytes: UnsafeRawBufferPointer
     private var i = 0
     private var depth = 0
-    /// Nesting deeper than this is refused rather than risking the stack.
-    static let maximumDepth = 512
+    /// Nesting deeper than this is refused rather than risking the stack: the parser
+    /// recurses, and in a debug build each level takes more than 2 KiB of stack, so the
+    /// deepest document accepted must parse on a thread with a 512 KiB stack (Darwin's
+    /// secondary threads, where imports parse). Model and import files nest a few levels.
+    static let maximumDepth = 128
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -167,7 +182,7 @@ struct JSONParser {
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a key string") }
             let keyStart = i
             let key = try parseString()
-            if pairs.contains(where: { $0.key == key }) { throw fail("duplicate key \"\(key)\"", at: keyStart) }
+            if pairs.contains(where: { $0.key.utf8.elementsEqual(key.utf8) }) { throw fail("duplicate key \"\(key)\"", at: keyStart) }
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after key \"\(key)\"") }
             i += 1
@@ -331,7 +346,8 @@ struct JSONParser {
 // MARK: - Writing
 
 extension JSON {
-    /// The value as compact JSON text (object keys in their stored order).
+    /// The value as compact JSON text (object keys in their stored order). An infinite or
+    /// NaN double, which JSON has no number for, is written as `null`.
     public var text: String {
         var out = ""
         write(to: &out, indent: nil, level: 0)
@@ -353,6 +369,8 @@ extension JSON {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .int(let i): out += String(i)
+        case .double(let d) where !d.isFinite:
+            out += "null"  // JSON has no numbers for these (``Value/json`` writes them as strings)
         case .double(let d):
             out += d == d.rounded() && abs(d) < 1e15 ? String(format: "%.1f", d) : "\(d)"
         case .string(let s): JSON.writeString(s, to: &out)
