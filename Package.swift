@@ -30,6 +30,8 @@ let package = Package(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCommand"],
             resources: [.copy("Fixtures")]),
+        // The public API as an application sees it: `import Strata`, nothing more.
+        .testTarget(name: "StrataAPITests", dependencies: ["Strata"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -56,8 +56,11 @@ public final class FetchedResults<Object: ManagedObject> {
         self.entityName = request.entity
         var sorted = request
         if let sectionKey {
-            let rest = (request.sortBy ?? context.schema.entity(named: request.entity)?.defaultSort ?? []).filter { $0.key != sectionKey }
-            sorted.sortBy = [SortKey(sectionKey)] + rest
+            // Sections follow the section key in the direction the request sorts it by
+            // (ascending if it does not), as NSFetchedResultsController's do.
+            let requested = request.sortBy ?? context.schema.entity(named: request.entity)?.defaultSort ?? []
+            let ascending = requested.first { $0.key == sectionKey }?.ascending ?? true
+            sorted.sortBy = [SortKey(sectionKey, ascending: ascending)] + requested.filter { $0.key != sectionKey }
         }
         bound = try BoundRequest(sorted, schema: context.schema)
         snapshot = ResultsSnapshot(sections: [])
@@ -154,7 +157,8 @@ public final class FetchedResults<Object: ManagedObject> {
 
 extension ObjectContext {
     /// Live results of a request in this context, optionally in sections by a key path
-    /// (which becomes the first sort key).
+    /// (which becomes the first sort key, in the direction the request sorts it by, else
+    /// ascending).
     public func fetchedResults<T: ManagedObject>(_ type: T.Type, request: FetchRequest, sectionedBy sectionKey: String? = nil) throws(StoreError) -> FetchedResults<T> {
         _ = graph.register(type)
         return try FetchedResults(context: self, request: request, sectionKey: sectionKey)

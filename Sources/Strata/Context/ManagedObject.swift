@@ -50,6 +50,11 @@ open class ManagedObject {
     /// policy `error`: the changes stay for the next save to report the conflict, and a
     /// rollback makes the object the tombstone it would have become.
     final var deletedInConflict = false
+    /// Loaded and found missing from the context's view — never seen there, unlike an object
+    /// whose deletion was merged: another context's unsaved insert, say. A tombstone until
+    /// the object appears in the view; then the context's instance comes back to life
+    /// (``ObjectGraph/reviveIfPresent(_:)``).
+    final var missingWhenLoaded = false
 
     enum Lifecycle: Equatable {
         case inserted
@@ -143,14 +148,20 @@ open class ManagedObject {
         }
     }
 
-    /// The value of a key, or an error naming the object if it was deleted elsewhere.
+    /// The value of a key, or an error naming the object if it was deleted elsewhere or does
+    /// not exist in the context's view (`objectNotFound`).
     public final func value(forKey key: String) throws(StoreError) -> Value {
         let index = try graph.checkedIndex(of: key, in: self)
+        let value = graph.read(self, index: index)
+        if lifecycle == .deletedElsewhere, missingWhenLoaded {
+            throw StoreError(.objectNotFound, "\(objectID) does not exist in this context's view (never saved where the context can see it, or not yet)",
+                             object: objectID, key: key)
+        }
         if lifecycle == .deletedElsewhere {
             throw StoreError(.objectDeleted, "\(objectID) was deleted by another context; its last snapshot is still readable through its properties",
                              object: objectID, key: key)
         }
-        return graph.read(self, index: index)
+        return value
     }
 
     /// Sets the value of a key, keeping inverse relationships in step.

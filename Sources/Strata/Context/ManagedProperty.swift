@@ -74,6 +74,37 @@ extension Optional: ValueConvertible where Wrapped: ValueConvertible {
     public var value: Value { self?.value ?? .null }
 }
 
+/// The built-in value types: stored as one attribute type, exactly (no conversion of the
+/// application's own). A property wrapper of one of them must match its attribute's type, and
+/// a typed key path giving something else than the stored value is known to compute it
+/// (see ``KeyNamer/name(of:)``).
+protocol ExactlyStored {
+    /// The attribute type the value is stored as.
+    static var storedType: AttributeType { get }
+}
+extension String: ExactlyStored { static var storedType: AttributeType { .string } }
+extension Int: ExactlyStored { static var storedType: AttributeType { .int } }
+extension Int64: ExactlyStored { static var storedType: AttributeType { .int } }
+extension Double: ExactlyStored { static var storedType: AttributeType { .double } }
+extension Bool: ExactlyStored { static var storedType: AttributeType { .bool } }
+extension Date: ExactlyStored { static var storedType: AttributeType { .date } }
+extension Data: ExactlyStored { static var storedType: AttributeType { .data } }
+extension UUID: ExactlyStored { static var storedType: AttributeType { .uuid } }
+extension Optional: ExactlyStored where Wrapped: ExactlyStored { static var storedType: AttributeType { Wrapped.storedType } }
+
+extension ObjectContext {
+    /// The objects of a model class matching a typed predicate, in the given order.
+    public func fetch<T: ManagedObject>(_ type: T.Type, where predicate: TypedPredicate<T>, sortedBy sort: [SortKey]? = nil, limit: Int? = nil) throws(StoreError) -> [T] {
+        try fetch(type, where: resolve(predicate), sortedBy: sort, limit: limit)
+    }
+
+    /// The format-string predicate a typed one stands for.
+    public func resolve<T: ManagedObject>(_ predicate: TypedPredicate<T>) -> ObjectPredicate {
+        _ = graph.register(T.self)
+        return predicate.build(KeyNamer(graph: graph))
+    }
+}
+
 /// A typed attribute of a model class, stored under `key`.
 ///
 /// ```swift
@@ -101,11 +132,11 @@ public struct Managed<T: ValueConvertible> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
     ) -> T {
         get {
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object, declaring: .attribute(T.self))
             return T(value: object.graph.read(object, index: index)) ?? T.emptyValue
         }
         set {
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object, declaring: .attribute(T.self))
             object.graph.writeOrTrap(object, index: index, value: newValue.value)
         }
     }
@@ -136,13 +167,13 @@ public struct ToOne<Destination: ManagedObject> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
     ) -> Destination? {
         get {
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object, declaring: .toOne)
             guard case .object(let id) = object.graph.read(object, index: index) else { return nil }
             return object.graph.object(with: id, as: Destination.self)
         }
         set {
             let key = object[keyPath: storageKeyPath].key
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object, declaring: .toOne)
             object.graph.writeOrTrap(object, index: index, value: object.graph.reference(to: newValue, from: object, key: key))
         }
     }
@@ -174,13 +205,13 @@ public struct ToMany<Destination: ManagedObject> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
     ) -> [Destination] {
         get {
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object, declaring: .toMany)
             guard case .objects(let ids) = object.graph.read(object, index: index) else { return [] }
             return ids.map { object.graph.object(with: $0, as: Destination.self) }
         }
         set {
             let key = object[keyPath: storageKeyPath].key
-            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object)
+            let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: key, in: object, declaring: .toMany)
             let ids = newValue.map { object.graph.reference(to: $0, from: object, key: key).objectID! }
             object.graph.writeOrTrap(object, index: index, value: .objects(ids))
         }

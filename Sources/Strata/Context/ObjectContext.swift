@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// let viewContext = ObjectContext(coordinator: coordinator, executor: .main, name: "view")
-/// let id = try await viewContext.perform { context in
+/// let id = await viewContext.perform { context in
 ///     let artist = context.insert(Artist.self)
 ///     artist.name = "AC/DC"
 ///     return artist.objectID
@@ -17,7 +17,7 @@
 /// try await viewContext.save()
 ///
 /// let editor = ObjectContext(parent: viewContext, executor: .privateQueue("editor"), name: "editor")
-/// try await editor.perform { context in
+/// await editor.perform { context in
 ///     context.object(with: id, as: Artist.self).name = "AC⚡︎DC"
 /// }
 /// // Drop `editor` to discard the edit, or save it into the view context:
@@ -101,6 +101,12 @@ public actor ObjectContext {
 
     /// Runs `body` in the context, then processes pending changes (posting
     /// objects-did-change and publishing them to child contexts).
+    ///
+    /// The context is an actor, and like any actor it does other work while `body` is
+    /// suspended at an `await`: a save, a merge or another `perform` may run in between and
+    /// see the changes made so far. (Core Data's `perform` blocks never interleave; they
+    /// cannot await.) Keep each set of changes that must be seen whole free of `await`s, or
+    /// save from within `body` once they are made.
     public func perform<T: Sendable>(_ body: @Sendable (isolated ObjectContext) async throws -> T) async rethrows -> T {
         defer { processPendingChanges() }
         return try await body(self)
@@ -168,8 +174,11 @@ public actor ObjectContext {
         return graph.object(with: id, as: type)
     }
 
-    /// The context's instance of an object that exists (loaded).
-    /// - Throws: ``StoreError`` `objectNotFound` if it does not exist in this context's view.
+    /// The context's instance of an object that exists (loaded). An object asked for before
+    /// it was saved where this context can see it is found once it is.
+    /// - Throws: ``StoreError`` `objectNotFound` if it does not exist in this context's view:
+    ///   never saved where the context can see it, deleted elsewhere, or deleted in this
+    ///   context (pending save; unlike Core Data, which returns such an object).
     public func existingObject(with id: ObjectID) throws(StoreError) -> ManagedObject {
         guard schema.entityIndex(named: id.entity) != nil else {
             throw StoreError(.objectNotFound, "\(id): schema \"\(schema.name)\" has no entity \"\(id.entity)\"", object: id)

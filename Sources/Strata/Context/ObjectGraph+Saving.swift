@@ -437,6 +437,11 @@ extension ObjectGraph {
         }
         var dropped: [DroppedRelationship] = []
         for (id, object) in changed {
+            if object.missingWhenLoaded {
+                // Looked for before it was saved: here now (see `reviveIfPresent`).
+                if reviveIfPresent(object) { touched += 1 }
+                continue
+            }
             guard object.isLoaded, var row = values[id] else { continue }
             // A child whose parent has merged this commit already takes the values the parent
             // kept (its merge policy may have kept its own), not the commit's.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The objects one context holds and everything it knows about them: the identity map,
 /// change tracking, inverse maintenance and delete rules.
 ///
@@ -118,10 +120,48 @@ final class ObjectGraph {
         return index
     }
 
-    /// The storage index for a property wrapper, looked up once per object.
-    func cachedIndex(_ cache: inout Int, key: String, in object: ManagedObject) -> Int {
-        if cache < 0 { cache = index(of: key, in: object) }
+    /// The storage index for a property wrapper, looked up once per object. The first look-up
+    /// checks that the wrapper fits the property: an `@Managed` property of a built-in type
+    /// declared with another type than the attribute's would read `nil` or empty over the
+    /// stored value, and writing it would trap; `@ToOne`/`@ToMany` must name a relationship
+    /// of that kind.
+    func cachedIndex(_ cache: inout Int, key: String, in object: ManagedObject, declaring kind: DeclaredKind) -> Int {
+        if cache < 0 {
+            let index = index(of: key, in: object)
+            let stored = schema.layout.entities[object.entityIndex].kinds[index]
+            let fits: Bool
+            var declared = ""
+            switch (kind, stored) {
+            case (.attribute(let type), .attribute(let attributeType)):
+                if let exact = type as? any ExactlyStored.Type {
+                    fits = exact.storedType == attributeType
+                    declared = "\(type)"
+                } else {
+                    fits = true  // a type of the application's own: it converts values itself
+                }
+            case (.toOne, .toOne), (.toMany, .toMany): fits = true
+            case (.attribute(let type), _): fits = false; declared = "@Managed \(type)"
+            case (.toOne, _): fits = false; declared = "@ToOne"
+            case (.toMany, _): fits = false; declared = "@ToMany"
+            }
+            if !fits {
+                let what: String = switch stored {
+                case .attribute(let type): "\(type.article) \(type.rawValue) attribute"
+                case .toOne: "a to-one relationship"
+                case .toMany: "a to-many relationship"
+                }
+                preconditionFailure("\(type(of: object)).\(key) is declared as \(declared), but \(object.objectID.entity).\(key) is \(what); declare it to match the schema")
+            }
+            cache = index
+        }
         return cache
+    }
+
+    /// What a property wrapper declares, for ``cachedIndex(_:key:in:declaring:)``.
+    enum DeclaredKind {
+        case attribute(Any.Type)
+        case toOne
+        case toMany
     }
 
     // MARK: - Objects
@@ -152,7 +192,10 @@ final class ObjectGraph {
 
     /// The context's instance for an ID: the registered one, or a new fault.
     func object(with id: ObjectID) -> ManagedObject {
-        if let object = registered[id] { return object }
+        if let object = registered[id] {
+            if object.missingWhenLoaded { reviveIfPresent(object) }
+            return object
+        }
         // While a typed key path is read on a probe, its to-one relationships lead to the next
         // probe; otherwise number 0 is an ID like any other that no object has.
         if id.number == 0, recordedKeys != nil, let entity = schema.entityIndex(named: id.entity) { return probe(entity: entity) }
@@ -199,7 +242,8 @@ final class ObjectGraph {
 
     var registeredObjects: [ManagedObject] { Array(registered.values) }
 
-    /// Loads a fault's values from the parent. An object missing there becomes a tombstone.
+    /// Loads a fault's values from the parent. An object missing there becomes a tombstone
+    /// until it appears (see ``reviveIfPresent(_:)``).
     func load(_ object: ManagedObject) {
         guard !object.isLoaded else { return }
         checkAlive(object)
@@ -210,8 +254,31 @@ final class ObjectGraph {
         } else {
             object.storage = emptyValues(of: object.entityIndex)
             object.lifecycle = .deletedElsewhere
+            object.missingWhenLoaded = true
         }
         object.isLoaded = true
+    }
+
+    /// Brings back an object that was missing when it was loaded, if it is in the context's
+    /// view now: asked for before another context saved it, the context's instance was a
+    /// tombstone, and would have stayed one — never found again, its values empty — though
+    /// the object exists. Done whenever the object is asked for (by ID, by a fetch, through
+    /// a relationship) and when a merge names it. An object whose deletion this context
+    /// learned of stays a tombstone.
+    @discardableResult
+    func reviveIfPresent(_ object: ManagedObject) -> Bool {
+        guard object.missingWhenLoaded, object.lifecycle == .deletedElsewhere,
+              let row = link.sourceView().row(object.objectID)
+        else { return false }
+        object.missingWhenLoaded = false
+        object.storage = row.values
+        object.base = row.values
+        object.baseVersion = row.version
+        object.lifecycle = .persistent
+        setTracking(object)
+        touch(object)
+        pendingNotification.refreshed.insert(object.objectID)
+        return true
     }
 
     func emptyValues(of entity: Int) -> [Value] { emptyRows[entity] }
@@ -252,6 +319,7 @@ final class ObjectGraph {
             return object.storage[index]
         }
         load(object)
+        if object.missingWhenLoaded { reviveIfPresent(object) }
         return object.storage[index]
     }
 
@@ -265,10 +333,28 @@ final class ObjectGraph {
         if let probe = probes[entity] { return probe }
         let type = modelClass(for: entity) ?? ManagedObject.self
         let probe = type.init(ObjectToken(id: ObjectID(entity: schema.entities[entity].name, number: 0), graph: self, entityIndex: entity))
+        // A distinctive value in every attribute, so that a typed key path computing
+        // something from a stored property can be told from the property (see `KeyNamer`).
         probe.storage = emptyRows[entity]
+        for (index, attribute) in schema.entities[entity].attributes.enumerated() {
+            probe.storage[index] = Self.probeValue(of: attribute.type, at: index)
+        }
         probe.isLoaded = true
         probes[entity] = probe
         return probe
+    }
+
+    private static func probeValue(of type: AttributeType, at index: Int) -> Value {
+        let n = UInt8(truncatingIfNeeded: index)
+        return switch type {
+        case .string: .string("\u{F8FF}probe \(index)")
+        case .int: .int(-7_919_000_000 - Int64(index))
+        case .double: .double(-7_919.25 - Double(index))
+        case .bool: .bool(true)
+        case .date: .date(Date(timeIntervalSince1970: -7_919_000 - Double(index)))
+        case .data: .data(Data([0xF8, 0xFF, n]))
+        case .uuid: .uuid(UUID(uuid: (0xF8, 0xFF, n, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0)))
+        }
     }
 
     func writeOrTrap(_ object: ManagedObject, index: Int, value: Value) {
@@ -283,8 +369,13 @@ final class ObjectGraph {
     func write(_ object: ManagedObject, index: Int, value: Value) throws(StoreError) {
         checkAlive(object)
         load(object)
+        if object.missingWhenLoaded { reviveIfPresent(object) }
         let layout = schema.layout.entities[object.entityIndex]
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
+            if object.missingWhenLoaded {
+                throw StoreError(.objectNotFound, "\(object.objectID) does not exist in context \"\(link.name)\"'s view (never saved where this context can see it, or not yet); it cannot be changed",
+                                 object: object.objectID, key: layout.propertyNames[index])
+            }
             throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: layout.propertyNames[index])
         }
         guard case .attribute(let type) = layout.kinds[index] else {
@@ -364,8 +455,7 @@ final class ObjectGraph {
             let target = self.object(with: id)
             load(target)
             guard target.lifecycle == .inserted || target.lifecycle == .persistent else {
-                throw StoreError(target.lifecycle == .deletedElsewhere ? .danglingReference : .objectDeleted,
-                                 "\(object.objectID).\(key) cannot refer to \(id): it is deleted", object: object.objectID, key: key)
+                throw cannotRefer(from: object, key: key, to: target)
             }
             added.append(target)
         }
@@ -377,6 +467,17 @@ final class ObjectGraph {
         for target in added {
             addInverse(object, to: target, at: info.inverseIndex, forwardIndex: index)
         }
+    }
+
+    /// Why a relationship cannot refer to `target`, which is not alive in this context.
+    private func cannotRefer(from object: ManagedObject, key: String, to target: ManagedObject) -> StoreError {
+        let id = target.objectID
+        if target.missingWhenLoaded {
+            return StoreError(.objectNotFound, "\(object.objectID).\(key) cannot refer to \(id): it does not exist in context \"\(link.name)\"'s view (never saved where this context can see it, or not yet)",
+                              object: object.objectID, key: key)
+        }
+        return StoreError(target.lifecycle == .deletedElsewhere ? .danglingReference : .objectDeleted,
+                          "\(object.objectID).\(key) cannot refer to \(id): it is deleted", object: object.objectID, key: key)
     }
 
     /// Removes `source` from `target`'s relationship at `inverseIndex`.
@@ -548,6 +649,7 @@ final class ObjectGraph {
     /// Makes an object a tombstone (deleted elsewhere, nothing pending) and announces it.
     func makeTombstone(_ object: ManagedObject) {
         object.lifecycle = .deletedElsewhere
+        object.missingWhenLoaded = false
         object.changedKeys = []
         object.deletedInConflict = false
         setTracking(object)
@@ -610,6 +712,7 @@ final class ObjectGraph {
     func forgetAll() {
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
+            object.missingWhenLoaded = false
             object.changedKeys = []
             unpublished.insert(object.objectID)
         }

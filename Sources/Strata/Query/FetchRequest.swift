@@ -17,7 +17,8 @@ public struct FetchRequest: Sendable, Hashable {
     public var sortBy: [SortKey]?
     /// How many matching objects to skip.
     public var offset: Int
-    /// How many to return at most; `nil` for all.
+    /// How many to return at most; `nil` for all. (Unlike Core Data's `fetchLimit`, 0 is a
+    /// limit: it returns no objects.)
     public var limit: Int?
     /// Whether a context's fetch sees its own and its ancestors' unsaved changes (default
     /// yes); without, it sees what the store holds.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A predicate on a model class built from its key paths, checked by the compiler:
 ///
 /// ```swift
@@ -72,30 +74,44 @@ final class KeyNamer: @unchecked Sendable {
 
     init(graph: ObjectGraph) { self.graph = graph }
 
-    func name(of keyPath: AnyKeyPath) -> String {
-        guard let root = graph.probe(ofType: type(of: keyPath).rootType) else {
-            preconditionFailure("\(keyPath): its root is not a ManagedObject subclass")
+    /// The key name of a key path to a stored attribute, possibly through to-one
+    /// relationships (`album.artist.name`). Traps for a key path that is not one: one that
+    /// reads no stored property, reads several that do not form such a path, or computes
+    /// something from what it reads (`title.uppercased()` would otherwise silently become
+    /// `title`). Probes hold a distinctive value in every attribute, so a computed property
+    /// of a built-in type gives a value other than the stored one; a computed property of a
+    /// type of the application's own cannot be told from a stored one this way.
+    func name<Root: ManagedObject, V: ValueConvertible>(of keyPath: KeyPath<Root, V>) -> String {
+        guard let root = graph.probe(ofType: Root.self) as? Root else {
+            preconditionFailure("\(keyPath): its root \(Root.self) does not model its entity in this context")
         }
         graph.recordedKeys = []
-        _ = root[keyPath: keyPath]
+        let result = root[keyPath: keyPath]
         let keys = graph.recordedKeys ?? []
         graph.recordedKeys = nil
         guard !keys.isEmpty else {
             preconditionFailure("\(keyPath) reads no @Managed or @ToOne property; typed predicates take key paths of stored properties")
         }
-        return keys.joined(separator: ".")
-    }
-}
-
-extension ObjectContext {
-    /// The objects of a model class matching a typed predicate, in the given order.
-    public func fetch<T: ManagedObject>(_ type: T.Type, where predicate: TypedPredicate<T>, sortedBy sort: [SortKey]? = nil, limit: Int? = nil) throws(StoreError) -> [T] {
-        try fetch(type, where: resolve(predicate), sortedBy: sort, limit: limit)
-    }
-
-    /// The format-string predicate a typed one stands for.
-    public func resolve<T: ManagedObject>(_ predicate: TypedPredicate<T>) -> ObjectPredicate {
-        _ = graph.register(T.self)
-        return predicate.build(KeyNamer(graph: graph))
+        let name = keys.joined(separator: ".")
+        // Every key but the last is a to-one relationship leading to the next entity; the
+        // last is an attribute of the entity reached.
+        let layout = graph.schema.layout
+        var entity = root.entityIndex
+        walk: for (position, key) in keys.enumerated() {
+            guard let index = layout.entities[entity].propertyNames.firstIndex(of: key) else { break }
+            switch layout.entities[entity].kinds[index] {
+            case .toOne(let destination) where position < keys.count - 1:
+                entity = destination
+            case .attribute where position == keys.count - 1:
+                let stored = graph.probe(entity: entity).storage[index]
+                if V.self is any ExactlyStored.Type, result.value != stored {
+                    preconditionFailure("\(keyPath) computes its value from \(name) (on a probe it gives \(result.value), where \(name) holds \(stored)); typed predicates take key paths of @Managed and @ToOne properties, not computed ones")
+                }
+                return name
+            default:
+                break walk
+            }
+        }
+        preconditionFailure("\(keyPath) reads \(keys.map { "\"\($0)\"" }.joined(separator: ", ")), which is not a path of to-one relationships to an attribute; typed predicates take key paths of @Managed and @ToOne properties, not computed ones")
     }
 }

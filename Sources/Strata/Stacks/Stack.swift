@@ -25,10 +25,11 @@ public enum StackPreset: String, Sendable, Hashable, CaseIterable {
 ///
 /// ```swift
 /// let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self])
+/// await stack.start()                          // once, before use
 /// let importer = stack.newImportContext()
 /// ... insert in importer ...
 /// try await stack.save(importer)               // durable when it returns
-/// let editor = stack.newEditorContext()
+/// let editor = await stack.newEditorContext()
 /// ... edit; drop `editor` to discard, or:
 /// try await stack.save(editor)                 // into the view context, then on to the store
 /// ```

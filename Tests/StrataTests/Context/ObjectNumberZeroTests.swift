@@ -19,7 +19,7 @@ import Testing
             }
         }
         #expect(!found, "existingObject(with: \(zero)) returned an object")
-        #expect(setCode == .danglingReference, "Artist/2.albums accepted \(zero), as it refuses Album/999")
+        #expect(setCode == .objectNotFound, "Artist/2.albums accepted \(zero), as it refuses Album/999")
         await f.close()
     }
 

@@ -504,7 +504,11 @@ final class LiveResultsHarness: @unchecked Sendable {
         var request = results.request
         if let search = results.searchPredicate { request.predicate = request.predicate.map { $0 && search } ?? search }
         var sort = request.sortBy ?? []
-        if let key = results.sectionKey { sort = [SortKey(key)] + sort.filter { $0.key != key } }
+        if let key = results.sectionKey {
+            // Sections in the direction the request sorts the section key by (else ascending).
+            let ascending = sort.first { $0.key == key }?.ascending ?? true
+            sort = [SortKey(key, ascending: ascending)] + sort.filter { $0.key != key }
+        }
         request.sortBy = sort
         var unordered = request
         unordered.sortBy = []
