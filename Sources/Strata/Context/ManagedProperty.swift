@@ -121,12 +121,15 @@ public struct Managed<T: ValueConvertible> {
     /// Declares the attribute stored under `key`.
     public init(_ key: String) { self.key = key }
 
+    /// Not available: the property is read and written through its object (below).
     @available(*, unavailable, message: "@Managed properties are only available on ManagedObject subclasses")
     public var wrappedValue: T {
         get { fatalError("unavailable") }
         set { fatalError("unavailable") }
     }
 
+    /// The value, read from and written to the object's storage (loading a fault; a value
+    /// of another type reads as ``ValueConvertible/emptyValue``; writing keeps change tracking).
     public static subscript<Object: ManagedObject>(
         _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, T>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
@@ -156,12 +159,15 @@ public struct ToOne<Destination: ManagedObject> {
     /// Declares the relationship stored under `key`.
     public init(_ key: String) { self.key = key }
 
+    /// Not available: the property is read and written through its object (below).
     @available(*, unavailable, message: "@ToOne properties are only available on ManagedObject subclasses")
     public var wrappedValue: Destination? {
         get { fatalError("unavailable") }
         set { fatalError("unavailable") }
     }
 
+    /// The destination, read from and written to the object's storage; setting it updates
+    /// the inverse relationship of the old and new destinations.
     public static subscript<Object: ManagedObject>(
         _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Destination?>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
@@ -194,12 +200,15 @@ public struct ToMany<Destination: ManagedObject> {
     /// Declares the relationship stored under `key`.
     public init(_ key: String) { self.key = key }
 
+    /// Not available: the property is read and written through its object (below).
     @available(*, unavailable, message: "@ToMany properties are only available on ManagedObject subclasses")
     public var wrappedValue: [Destination] {
         get { fatalError("unavailable") }
         set { fatalError("unavailable") }
     }
 
+    /// The destinations, in order, read from and written to the object's storage; setting
+    /// them updates the inverse relationship of every object added or removed.
     public static subscript<Object: ManagedObject>(
         _enclosingInstance object: Object, wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Destination]>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>

@@ -84,6 +84,8 @@ public actor ObjectContext {
         link.changes.finish()
     }
 
+    /// The executor the context's work runs on: its own queue's, or the main actor's for a
+    /// `.main` context.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         queueExecutor?.asUnownedSerialExecutor() ?? MainActor.sharedUnownedExecutor
     }

@@ -83,7 +83,9 @@ public struct Comparison: Sendable, Hashable {
 
     /// String comparison modifiers: `[c]`, `[d]`, `[cd]`.
     public struct Options: OptionSet, Sendable, Hashable {
+        /// The options' bits.
         public let rawValue: Int
+        /// Options from their bits.
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// `[c]`: case-insensitive.
         public static let caseInsensitive = Options(rawValue: 1)

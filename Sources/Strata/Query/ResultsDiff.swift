@@ -1,13 +1,17 @@
 /// A position in sectioned results.
 public struct ResultsIndexPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The section's index.
     public var section: Int
+    /// The row's index within its section.
     public var row: Int
 
+    /// The position of a row in a section.
     public init(section: Int, row: Int) {
         self.section = section
         self.row = row
     }
 
+    /// Section first, then row.
     public static func < (a: ResultsIndexPath, b: ResultsIndexPath) -> Bool {
         (a.section, a.row) < (b.section, b.row)
     }
@@ -17,6 +21,7 @@ public struct ResultsIndexPath: Sendable, Hashable, Comparable, CustomStringConv
 
 /// Sectioned results as object IDs: what a ``ResultsDiff`` turns into the next snapshot.
 public struct ResultsSnapshot: Sendable, Hashable {
+    /// One section: its key and its objects.
     public struct Section: Sendable, Hashable {
         /// The section key's value.
         public var key: Value
@@ -24,8 +29,10 @@ public struct ResultsSnapshot: Sendable, Hashable {
         public var ids: [ObjectID]
     }
 
+    /// The sections, in order (one section with key `.null` for unsectioned results).
     public var sections: [Section]
 
+    /// A snapshot of these sections.
     public init(sections: [Section]) { self.sections = sections }
 
     /// Applies a diff the way a table view applies a batch update: deletions and moves'
@@ -53,20 +60,31 @@ public struct ResultsSnapshot: Sendable, Hashable {
 /// at new positions, updates (objects whose values changed and stayed in place) at old
 /// positions. Rows of deleted and inserted sections are not listed separately.
 public struct ResultsDiff: Sendable, Hashable {
+    /// A section added, with its objects.
     public struct InsertedSection: Sendable, Hashable {
+        /// Its index in the new snapshot.
         public var index: Int
+        /// The section key's value.
         public var key: Value
+        /// Its objects, in order.
         public var ids: [ObjectID]
     }
 
+    /// A row added to a section that existed before.
     public struct Insertion: Sendable, Hashable {
+        /// Its position in the new snapshot.
         public var path: ResultsIndexPath
+        /// The object shown there.
         public var id: ObjectID
     }
 
+    /// A row that moved (within its section or to another one).
     public struct Move: Sendable, Hashable {
+        /// Its position in the old snapshot.
         public var from: ResultsIndexPath
+        /// Its position in the new snapshot.
         public var to: ResultsIndexPath
+        /// The object moved.
         public var id: ObjectID
     }
 
@@ -85,6 +103,7 @@ public struct ResultsDiff: Sendable, Hashable {
     /// Rows whose objects changed in place (old positions).
     public var updatedRows: [ResultsIndexPath] = []
 
+    /// Whether nothing changed.
     public var isEmpty: Bool {
         deletedSections.isEmpty && insertedSections.isEmpty && deletedRows.isEmpty && insertedRows.isEmpty
             && movedRows.isEmpty && updatedRows.isEmpty

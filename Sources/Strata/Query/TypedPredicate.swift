@@ -28,39 +28,49 @@ public struct TypedPredicate<Root: ManagedObject>: Sendable {
         TypedPredicate { namer in .comparison(Comparison(.key(namer.name(of: keyPath)), .in, .list(values.map(\.value)))) }
     }
 
+    /// Both predicates.
     public static func && (lhs: TypedPredicate, rhs: TypedPredicate) -> TypedPredicate {
         TypedPredicate { namer in lhs.build(namer) && rhs.build(namer) }
     }
 
+    /// Either predicate.
     public static func || (lhs: TypedPredicate, rhs: TypedPredicate) -> TypedPredicate {
         TypedPredicate { namer in lhs.build(namer) || rhs.build(namer) }
     }
 
+    /// Not the predicate.
     public static prefix func ! (predicate: TypedPredicate) -> TypedPredicate {
         TypedPredicate { namer in !predicate.build(namer) }
     }
 }
 
+/// The key path's value equals `rhs` (`nil` matches a missing value or relationship).
 public func == <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .equal, rhs)
 }
 
+/// The key path's value differs from `rhs`.
 public func != <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .notEqual, rhs)
 }
 
+/// The key path's value is less than `rhs` (in the store's order: strings by their UTF-8
+/// bytes, NaN ordered against nothing).
 public func < <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .lessThan, rhs)
 }
 
+/// The key path's value is at most `rhs`.
 public func <= <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .lessThanOrEqual, rhs)
 }
 
+/// The key path's value is greater than `rhs`.
 public func > <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .greaterThan, rhs)
 }
 
+/// The key path's value is at least `rhs`.
 public func >= <Root: ManagedObject, V: ValueConvertible & Sendable>(lhs: any KeyPath<Root, V> & Sendable, rhs: V) -> TypedPredicate<Root> {
     .compare(lhs, .greaterThanOrEqual, rhs)
 }

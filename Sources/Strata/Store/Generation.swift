@@ -292,14 +292,18 @@ extension Generation: JournalReplayTarget, CheckpointSource {
         applyValidated(transaction)
     }
 
+    /// The transaction this generation is the state after (0 for an empty store).
     public var lastTransaction: UInt64 { transaction }
 
+    /// The highest object number allocated so far per entity (entities with none left out):
+    /// numbers are never reused, deleted objects' included.
     public var highestObjectNumbers: [String: UInt64] {
         var result: [String: UInt64] = [:]
         for (i, entity) in schema.entities.enumerated() where highestNumbers[i] > 0 { result[entity.name] = highestNumbers[i] }
         return result
     }
 
+    /// Calls `body` with every object's row, entity by entity, in object-number order.
     public func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         for (i, entity) in schema.entities.enumerated() {
             let name = entity.name
