@@ -38,6 +38,9 @@ enum SandboxMain {
             } catch { fail("\(error)", status: 1) }
             exit(0)
         }
+        if arguments.first == ShootoutScenario.childFlag {
+            await ShootoutScenario.runChild(Array(arguments.dropFirst()))
+        }
         if arguments.first == "--probe-open", arguments.count == 2 {
             do { try ColdOpenScenario.probeOpen(arguments[1]) } catch { fail("\(error)", status: 1) }
             exit(0)

@@ -59,7 +59,7 @@ struct ShootoutScenario: Scenario {
             var runs: [Run] = []
             for run in 0..<options.runs {
                 progress("shootout: \(StackName.name(of: preset)), run \(run + 1) of \(options.runs), \(feed.records.count) objects, a save every \(saveEvery)")
-                runs.append(try await Self.measure(preset, feed: feed))
+                runs.append(try await Self.measureInOwnProcess(preset, objects: objects, saveEvery: saveEvery, seed: options.seed))
             }
             let summary = Summary(runs)
             summaries[preset] = summary
