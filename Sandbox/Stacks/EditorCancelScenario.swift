@@ -61,9 +61,17 @@ struct EditorCancelScenario: Scenario {
         let stack = bench.stack
         await stack.start()
         let view = stack.viewContext
+        // Everything the view context shows: every object of every entity, with every value.
         let page = { @MainActor () throws -> [String] in
             try view.performAndWait { context in
-                try context.fetch(Song.self, sortedBy: [SortKey("title")], limit: 50).map { "\($0.songID) \($0.title) \(String(describing: $0.rating))" }
+                var lines: [String] = []
+                for entity in context.schema.entities {
+                    let keys = entity.attributes.map(\.name) + entity.relationships.map(\.name)
+                    for object in try context.fetch(FetchRequest(entity: entity.name)) {
+                        lines.append("\(object.objectID) " + keys.map { "\((try? object.value(forKey: $0)) ?? .null)" }.joined(separator: " | "))
+                    }
+                }
+                return lines
             }
         }
         let pageBefore = try await page()
