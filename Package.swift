@@ -25,7 +25,7 @@ let package = Package(
             name: "strata-journal-writer", dependencies: ["Strata"], path: "Tests/JournalWriter"),
         .executableTarget(
             name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks",
-            exclude: ["README.md", "Queries/sqlite_compare.py", "Store/sqlite_bulk_commit.py", "import_compare.py"]),
+            exclude: ["README.md", "Queries/sqlite_compare.py", "Store/sqlite_bulk_commit.py", "import_compare.py", "Journal/group_commit_model.c"]),
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCommand"],
