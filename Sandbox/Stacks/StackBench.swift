@@ -77,7 +77,7 @@ struct StackBench {
     }
 
     func close() async {
-        await store.close()
+        await stack.close()  // the writer's accepted saves first, then the store
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -24,9 +24,15 @@ final class ContextLink: Sendable {
     let pinned = Locked<Generation?>(nil)
     /// Saves, merges and child saves that changed this context, for children that merge automatically.
     let changes = Broadcast<DidSave>()
+    /// Whether a private-queue root context may block its queue to write its own
+    /// transaction and wait for its group commit (see ``Store/commitOnCallersExecutor(_:mayBlock:)``).
+    /// A stack's asynchronous writer may not: children hand it their changes while its
+    /// save waits for the disk.
+    let mayBlockQueueOnCommit: Bool
 
-    init(parent: Parent, name: String, executor: ContextExecutor) {
+    init(parent: Parent, name: String, executor: ContextExecutor, mayBlockQueueOnCommit: Bool = true) {
         self.parent = parent
+        self.mayBlockQueueOnCommit = mayBlockQueueOnCommit
         self.name = name
         self.executor = executor
         switch parent {

@@ -62,6 +62,13 @@ public actor ObjectContext {
         self.init(link: ContextLink(parent: .coordinator(coordinator), name: name, executor: executor), parent: nil)
     }
 
+    /// A root context whose saves never block its queue while they wait for the disk, so
+    /// that children can save into it meanwhile (a stack's asynchronous writer).
+    init(coordinator: Coordinator, executor: ContextExecutor, name: String, mayBlockQueueOnCommit: Bool) {
+        self.init(link: ContextLink(parent: .coordinator(coordinator), name: name, executor: executor,
+                                    mayBlockQueueOnCommit: mayBlockQueueOnCommit), parent: nil)
+    }
+
     /// Creates a child context: it reads through `parent` (including the parent's unsaved
     /// changes) and saves into it.
     public init(parent: ObjectContext, executor: ContextExecutor = .privateQueue("strata.context"), name: String = "child") {
@@ -342,6 +349,9 @@ extension ObjectContext {
             try graph.validateForSave()
             return graph.captureSave()
         }
+        // A save that throws leaves its objects as they were, not "part of a save in flight".
+        var finished = false
+        defer { if !finished { graph.abandonSave(capture) } }
         let origin = ObjectIdentifier(self)
         let didSave: DidSave
         var resolved: [Conflict] = []
@@ -360,7 +370,7 @@ extension ObjectContext {
             // global executor, off the main actor.
             let result = link.executor == .main
                 ? try await link.coordinator.commit(changes)
-                : try await link.coordinator.commitOnCallersExecutor(changes, mayBlock: true)
+                : try await link.coordinator.commitOnCallersExecutor(changes, mayBlock: link.mayBlockQueueOnCommit)
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)
@@ -372,6 +382,7 @@ extension ObjectContext {
             }
             advancePin(to: result.generation)
         }
+        finished = true
         processPendingChanges()
         if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)

@@ -131,6 +131,35 @@ extension ObjectGraph {
             deleted: deletedObjects)
     }
 
+    /// A captured save failed: its objects are no longer part of a save in flight (they keep
+    /// their changes, including those made while it ran).
+    func abandonSave(_ capture: SaveCapture) {
+        for object in capture.inserted { object.keysSetDuringSave = nil }
+        for object in capture.updated { object.keysSetDuringSave = nil }
+    }
+
+    /// The parent dropped changes this context had saved into it (a stack's writer whose save
+    /// to the store was refused): the objects named show the parent's state again — saved
+    /// values reloaded under this context's own pending changes, saved insertions gone,
+    /// saved deletions undone.
+    func parentDropped(_ ids: [ObjectID]) {
+        for id in ids {
+            guard let object = registered[id] else {
+                pendingNotification.invalidated.insert(id)  // live results may show it without holding it
+                continue
+            }
+            switch object.lifecycle {
+            case .persistent, .deleted:
+                refresh(object, mergeChanges: true)
+            case .deletedElsewhere:
+                object.missingWhenLoaded = true  // the deletion is undone: back when in the view
+                reviveIfPresent(object)
+            case .inserted, .discarded:
+                break
+            }
+        }
+    }
+
     /// Objects the parent no longer has — deleted there after this context read them, their
     /// changes dropped by the merge policy — become tombstones, as merging the deletion
     /// would have made them.

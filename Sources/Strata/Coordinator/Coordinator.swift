@@ -45,6 +45,8 @@ public actor Coordinator {
             preconditionFailure("validation rule for entity \"\(rule.entity)\": schema \"\(store.schema.name)\" has no such entity; its entities are \(store.schema.entities.map(\.name))")
         }
         self.validationRules = Dictionary(grouping: validationRules, by: \.entity)
+        // Its did-save stream ends when the store closes, as the store's own does.
+        store.whenClosed { [weak saves] in saves?.finish() }
     }
 
     /// The schema of the store.
@@ -69,7 +71,8 @@ public actor Coordinator {
         return try await store.commitOnCallersExecutor(changes, mayBlock: mayBlock)
     }
 
-    /// Every transaction committed through this coordinator from now on, in order.
+    /// Every transaction committed through this coordinator from now on, in order; the
+    /// stream ends when the store closes.
     public nonisolated func didSave() -> AsyncStream<CommitNotification> { saves.subscribe() }
 
     // MARK: - Fetching against a pinned generation

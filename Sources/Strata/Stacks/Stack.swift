@@ -32,6 +32,7 @@ public enum StackPreset: String, Sendable, Hashable, CaseIterable {
 /// let editor = await stack.newEditorContext()
 /// ... edit; drop `editor` to discard, or:
 /// try await stack.save(editor)                 // into the view context, then on to the store
+/// await stack.close()                          // waits for the writer's saves, closes the store
 /// ```
 ///
 /// Every preset is a composition of coordinators, contexts and merge subscriptions; the
@@ -53,18 +54,33 @@ public final class Stack: Sendable {
     public let viewContext: ObjectContext
     /// The outcomes of the writer's asynchronous saves.
     private let writes = Broadcast<WriterSaveOutcome>()
+    /// The asynchronous writer's saves in flight (each waits for the one before), the store
+    /// failure that ended them, and whether the stack is closed.
+    private let writer = Locked(WriterState())
+
+    private struct WriterState {
+        var last: Task<Void, Never>?
+        var failure: StoreError?
+        var isClosed = false
+    }
 
     /// What became of one asynchronous writer save.
     public struct WriterSaveOutcome: Sendable {
         /// The store transaction the writer committed (`nil` if an earlier writer save had
         /// already written these changes, or nothing could be written).
         public var transaction: UInt64?
-        /// The failure, when it failed (the changes stay pending in the writer, for the next
-        /// save). A `conflict` — keys another commit changed while the changes were on their
-        /// way to the store — is the exception: those keys keep that commit's values (which
-        /// the view context shows already), everything else is written in ``transaction``,
-        /// and the error lists each conflicting key.
+        /// The failure, when it failed. A `conflict` — keys another commit changed while the
+        /// changes were on their way to the store — leaves those keys with that commit's
+        /// values (which the view context shows already); everything else is written in
+        /// ``transaction``, and the error lists each conflicting key. Any other refusal (a
+        /// unique value taken meanwhile, a delete rule, a validation) drops the changes the
+        /// writer held — listed in ``droppedObjects`` — and the view context shows the
+        /// store's state for them again. A failure of the store itself (`poisoned`, `io`,
+        /// `closed`, `readOnly`) ends the stack's saving: every later ``Stack/save(_:)``
+        /// through the writer throws it.
         public var error: StoreError?
+        /// The objects whose unsaved changes a refused save dropped (see ``error``).
+        public var droppedObjects: [ObjectID] = []
     }
 
     /// Builds a preset over a store.
@@ -81,9 +97,21 @@ public final class Stack: Sendable {
         case .mainParent, .nested, .sharedCoordinator:
             importCoordinator = main
         }
+        // The writer's outcomes end when the store closes, once the writer saves started
+        // before have reported (a save the store's close cut short ends with `closed`).
+        store.whenClosed { [writer, writes] in
+            let last = writer.withLock { $0.last }
+            Task {
+                await last?.value
+                writes.finish()
+            }
+        }
         switch preset {
         case .nested, .hybrid:
-            let writer = ObjectContext(coordinator: main, executor: .privateQueue("strata.stack.writer", priority: .utility), name: "writer")
+            // Its saves wait for the disk without holding its queue: the view context hands
+            // it the next changes meanwhile.
+            let writer = ObjectContext(coordinator: main, executor: .privateQueue("strata.stack.writer", priority: .utility), name: "writer",
+                                       mayBlockQueueOnCommit: false)
             writerContext = writer
             viewContext = ObjectContext(parent: writer, executor: .main, name: "view")
         case .mainParent, .sharedCoordinator, .separateCoordinators:
@@ -147,39 +175,101 @@ public final class Stack: Sendable {
     /// Returns once they are durable — except when the path goes through the view context
     /// under ``StackPreset/nested`` and ``StackPreset/hybrid``: then it returns once the
     /// writer has the changes, and the writer's save to the store is reported on
-    /// ``writerSaves()`` (successes and failures alike; a failure leaves the changes pending
-    /// in the writer, to be written by the next save, except a conflict: see
-    /// ``WriterSaveOutcome/error``).
+    /// ``writerSaves()`` (successes and failures alike; see ``WriterSaveOutcome/error``).
+    /// ``close()`` waits for every writer save the stack accepted.
+    /// - Throws: the context's save errors; for a path through the writer, the store failure
+    ///   that ended an earlier writer save (`poisoned`, `io`), or `closed` once the stack or
+    ///   the store is closed.
     public func save(_ context: ObjectContext) async throws(StoreError) {
+        let throughWriter = savesAsynchronously(context)
+        if throughWriter { try checkWriterAccepts() }
         var current: ObjectContext? = context
         while let next = current {
             if next === viewContext, let writerContext {
+                try checkWriterAccepts()
                 try await viewContext.save()  // into the writer
-                Task { [writes] in
-                    do throws(StoreError) {
-                        let transaction = try await writerContext.save()
-                        writes.yield(WriterSaveOutcome(transaction: transaction, error: nil))
-                    } catch where error.code == .conflict {
-                        // Keys another commit changed while the changes were on their way: the
-                        // view shows that commit's values already (it merges the store's commits
-                        // or saves through here), so they stay; the rest is written and the
-                        // conflict reported. Left pending, they would refuse every later save.
-                        do throws(StoreError) {
-                            let transaction = try await writerContext.save(mergePolicy: .storeWins)
-                            writes.yield(WriterSaveOutcome(transaction: transaction, error: error))
-                        } catch let retry {
-                            writes.yield(WriterSaveOutcome(transaction: nil, error: error))
-                            writes.yield(WriterSaveOutcome(transaction: nil, error: retry))
-                        }
-                    } catch {
-                        writes.yield(WriterSaveOutcome(transaction: nil, error: error))
-                    }
-                }
+                scheduleWriterSave(writerContext)
                 return
             }
             try await next.save()
             current = next.parentContext
         }
+    }
+
+    /// Waits for every writer save the stack accepted to end, ends ``writerSaves()``, and
+    /// closes the store. Saves through the writer afterwards throw `closed`. Closing the
+    /// store alone instead can leave accepted writer saves unwritten (they end with
+    /// `closed` on ``writerSaves()``).
+    public func close() async {
+        let last = writer.withLock { state -> Task<Void, Never>? in
+            state.isClosed = true
+            return state.last
+        }
+        await last?.value
+        writes.finish()
+        await store.close()
+    }
+
+    private func checkWriterAccepts() throws(StoreError) {
+        let (failure, isClosed) = writer.withLock { ($0.failure, $0.isClosed) }
+        if let failure { throw failure }
+        if isClosed { throw StoreError(.closed, "the stack was closed; open the store again and build a new stack") }
+        try store.journal.checkAccepting()
+    }
+
+    /// Starts the writer's save of what the view context has handed it, after the saves
+    /// before it.
+    private func scheduleWriterSave(_ writerContext: ObjectContext) {
+        writer.withLock { state in
+            let previous = state.last
+            state.last = Task { [writes, writer, viewContext] in
+                await previous?.value
+                let outcome = await Self.writerSave(writerContext, view: viewContext)
+                if let error = outcome.error, Self.endsSaving(error) {
+                    writer.withLock { $0.failure = $0.failure ?? error }
+                }
+                writes.yield(outcome)
+            }
+        }
+    }
+
+    /// Whether a writer save's failure is the store's own, for good.
+    private static func endsSaving(_ error: StoreError) -> Bool {
+        [.poisoned, .io, .closed, .readOnly].contains(error.code)
+    }
+
+    /// One asynchronous writer save, and what became of it.
+    private static func writerSave(_ writerContext: ObjectContext, view: ObjectContext) async -> WriterSaveOutcome {
+        do throws(StoreError) {
+            return WriterSaveOutcome(transaction: try await writerContext.save(), error: nil)
+        } catch where error.code == .conflict {
+            // Keys another commit changed while the changes were on their way: the view shows
+            // that commit's values already (it merges the store's commits or saves through
+            // here), so they stay; the rest is written and the conflict reported. Left
+            // pending, they would refuse every later save.
+            do throws(StoreError) {
+                return WriterSaveOutcome(transaction: try await writerContext.save(mergePolicy: .storeWins), error: error)
+            } catch let retry {
+                return await refused(retry, writerContext, view: view)
+            }
+        } catch {
+            return await refused(error, writerContext, view: view)
+        }
+    }
+
+    /// A writer save the store refused. Its changes can never be written as they are (a
+    /// store failure is for good; a refusal would meet the same check again), and left
+    /// pending they would refuse every later save: the writer drops them and the view shows
+    /// the store's state for them again.
+    private static func refused(_ error: StoreError, _ writerContext: ObjectContext, view: ObjectContext) async -> WriterSaveOutcome {
+        guard !endsSaving(error) else { return WriterSaveOutcome(transaction: nil, error: error) }
+        let dropped = await writerContext.perform { context in
+            let ids = (context.insertedObjects + context.updatedObjects + context.deletedObjects).map(\.objectID).sorted()
+            context.rollback()
+            return ids
+        }
+        await view.perform { context in context.graph.parentDropped(dropped) }
+        return WriterSaveOutcome(transaction: nil, error: error, droppedObjects: dropped)
     }
 
     /// Whether ``save(_:)`` of this context returns before its changes are durable: when

@@ -44,6 +44,8 @@ public final class Store: Sendable {
     /// What readers see. Never held while anything else is done.
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
+    /// What runs when the store closes (see ``whenClosed(_:)``), and whether it has.
+    private let closeHooks = Locked<(closed: Bool, hooks: [@Sendable () -> Void])>((false, []))
     /// The last transaction published. Held while generations are published and their
     /// notifications delivered, so that they go out in transaction order whichever thread
     /// publishes (the journal's writer, or a committer under `.none`). Taken before
@@ -196,7 +198,22 @@ public final class Store: Sendable {
         let lock = await journal.close(releasingLock: releasingLock)
         ensurePublished(journal.lastDurableTransaction)
         subscribers.finish()
+        let hooks = closeHooks.withLock { state in
+            defer { state = (closed: true, hooks: []) }
+            return state.hooks
+        }
+        for hook in hooks { hook() }
         return lock
+    }
+
+    /// Runs `body` when the store closes (at once if it has): how streams fed by its
+    /// commits — a coordinator's ``Coordinator/didSave()`` — end with it.
+    func whenClosed(_ body: @escaping @Sendable () -> Void) {
+        let closed = closeHooks.withLock { state in
+            if !state.closed { state.hooks.append(body) }
+            return state.closed
+        }
+        if closed { body() }
     }
 }
 
