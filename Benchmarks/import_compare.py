@@ -9,8 +9,15 @@ relationships, albums listed before their artists (forward references), then tim
     whose relationships are foreign keys stored as keys (with an index on each, as Strata
     keeps every inverse), WAL, synchronous=FULL, one transaction,
 
-each on a fresh store / database, median of --runs, and prints both times and the ratio
-(SQLite's time divided by Strata's: above 1.0 Strata is faster).
+and, where the `sqlite3` command-line tool is installed, the same import without Python:
+the file loaded into a temporary table with `.import`, then INSERT ... SELECT with SQLite's
+JSON functions (`->>`), same tables, indexes and settings — Python's json.loads and per-row
+execute are most of the first SQLite figure. Each on a fresh store / database, median of
+--runs; every side's object counts are checked after its run (outside the clock). Prints
+the times and the ratios (SQLite's time divided by Strata's: above 1.0 Strata is faster).
+Strata's figure includes starting the process, as the command-line SQLite's does; Strata
+also checks every relationship target and the attribute limits, which the SQLite tables
+do not (foreign keys off: the albums come before their artists).
 
   swift build -c release --scratch-path .build-cli --product strata
   python3 Benchmarks/import_compare.py --strata .build-cli/release/strata [--objects 150000] [--runs 3] [--dir DIR]
@@ -83,15 +90,7 @@ def sqlite_import(data, database):
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
     db.execute("PRAGMA foreign_keys=OFF")  # forward references: keys stored as they come
-    db.executescript("""
-        CREATE TABLE artist (artistID INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT);
-        CREATE TABLE album (albumID INTEGER PRIMARY KEY, title TEXT NOT NULL, year INTEGER NOT NULL,
-                            artist INTEGER REFERENCES artist(artistID));
-        CREATE TABLE track (trackID INTEGER PRIMARY KEY, title TEXT NOT NULL, milliseconds INTEGER NOT NULL,
-                            price REAL NOT NULL, explicit INTEGER NOT NULL, album INTEGER REFERENCES album(albumID));
-        CREATE INDEX album_artist ON album(artist);
-        CREATE INDEX track_album ON track(album);
-    """)
+    db.executescript(SCHEMA_SQL)
     columns = {"Artist": ("artist", ["artistID", "name", "country"]),
                "Album": ("album", ["albumID", "title", "year", "artist"]),
                "Track": ("track", ["trackID", "title", "milliseconds", "price", "explicit", "album"])}
@@ -106,6 +105,55 @@ def sqlite_import(data, database):
     db.execute("COMMIT")
     db.close()
     return time.perf_counter() - start
+
+
+SCHEMA_SQL = """
+    CREATE TABLE artist (artistID INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT);
+    CREATE TABLE album (albumID INTEGER PRIMARY KEY, title TEXT NOT NULL, year INTEGER NOT NULL,
+                        artist INTEGER REFERENCES artist(artistID));
+    CREATE TABLE track (trackID INTEGER PRIMARY KEY, title TEXT NOT NULL, milliseconds INTEGER NOT NULL,
+                        price REAL NOT NULL, explicit INTEGER NOT NULL, album INTEGER REFERENCES album(albumID));
+    CREATE INDEX album_artist ON album(artist);
+    CREATE INDEX track_album ON track(album);
+"""
+
+
+def sqlite_cli_import(sqlite3_cli, data, database):
+    """The same import in the sqlite3 shell: no Python in the loop."""
+    script = "\n".join([
+        "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", "PRAGMA foreign_keys=OFF;", SCHEMA_SQL,
+        "CREATE TEMP TABLE raw(j TEXT);", ".mode tabs", f".import {data} raw", "BEGIN;",
+        "INSERT INTO artist SELECT j->>'$.values.artistID', j->>'$.values.name', j->>'$.values.country' "
+        "FROM raw WHERE j->>'$.entity' = 'Artist';",
+        "INSERT INTO album SELECT j->>'$.values.albumID', j->>'$.values.title', j->>'$.values.year', j->>'$.values.artist' "
+        "FROM raw WHERE j->>'$.entity' = 'Album';",
+        "INSERT INTO track SELECT j->>'$.values.trackID', j->>'$.values.title', j->>'$.values.milliseconds', "
+        "j->>'$.values.price', j->>'$.values.explicit', j->>'$.values.album' FROM raw WHERE j->>'$.entity' = 'Track';",
+        "COMMIT;", ""])
+    start = time.perf_counter()
+    subprocess.run([sqlite3_cli, database], input=script.encode(), check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def sqlite_counts(database):
+    db = sqlite3.connect(database)
+    counts = {entity: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+              for entity, table in (("artists", "artist"), ("albums", "album"), ("tracks", "track"))}
+    db.close()
+    return counts
+
+
+def strata_counts(strata, store):
+    counts = {}
+    for entity, name in (("artists", "Artist"), ("albums", "Album"), ("tracks", "Track")):
+        out = subprocess.run([strata, "query", store, "--entity", name, "--count"], check=True, capture_output=True, text=True)
+        counts[entity] = int(out.stdout.strip())
+    return counts
+
+
+def check(side, counts, expected):
+    if counts != expected:
+        sys.exit(f"{side} holds {counts}, expected {expected}")
 
 
 def strata_import(strata, model, data, store):
@@ -132,28 +180,49 @@ def main():
         data = os.path.join(root, "data.jsonl")
         counts = generate(data, args.objects)
         size = os.path.getsize(data)
-        strata_times, sqlite_times = [], []
+        expected = {"artists": counts["artists"], "albums": counts["albums"], "tracks": counts["tracks"]}
+        sqlite3_cli = shutil.which("sqlite3")
+        strata_times, sqlite_times, cli_times = [], [], []
         for run in range(args.runs):
             store = os.path.join(root, f"store-{run}.strata")
             database = os.path.join(root, f"db-{run}.sqlite")
-            # Alternate which goes first, so neither always finds a warm page cache.
-            if run % 2 == 0:
+            cli_database = os.path.join(root, f"cli-{run}.sqlite")
+
+            def run_strata():
                 strata_times.append(strata_import(args.strata, model, data, store))
+                check("the Strata store", strata_counts(args.strata, store), expected)
+
+            def run_sqlite():
                 sqlite_times.append(sqlite_import(data, database))
-            else:
-                sqlite_times.append(sqlite_import(data, database))
-                strata_times.append(strata_import(args.strata, model, data, store))
+                check("the SQLite database (Python)", sqlite_counts(database), expected)
+
+            def run_cli():
+                if sqlite3_cli:
+                    cli_times.append(sqlite_cli_import(sqlite3_cli, data, cli_database))
+                    check("the SQLite database (sqlite3 shell)", sqlite_counts(cli_database), expected)
+
+            # Rotate which goes first, so none always finds a warm page cache.
+            sides = [run_strata, run_sqlite, run_cli]
+            for side in sides[run % 3:] + sides[:run % 3]:
+                side()
             shutil.rmtree(store)
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.exists(database + suffix):
-                    os.remove(database + suffix)
+            for path in (database, cli_database):
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(path + suffix):
+                        os.remove(path + suffix)
         strata = statistics.median(strata_times)
         sqlite = statistics.median(sqlite_times)
         print(f"objects: {args.objects} ({counts['artists']} artists, {counts['albums']} albums, {counts['tracks']} tracks), "
               f"{size / 1e6:.1f} MB of JSON Lines, {args.runs} runs")
         print(f"strata import:  {strata:.3f} s  ({args.objects / strata:,.0f} objects/s)  runs {', '.join(f'{t:.3f}' for t in strata_times)}")
         print(f"python sqlite3: {sqlite:.3f} s  ({args.objects / sqlite:,.0f} objects/s)  runs {', '.join(f'{t:.3f}' for t in sqlite_times)}")
-        print(f"ratio (sqlite / strata): {sqlite / strata:.2f}  (above 1.0: strata is faster)")
+        print(f"ratio (python sqlite3 / strata): {sqlite / strata:.2f}  (above 1.0: strata is faster)")
+        if cli_times:
+            cli = statistics.median(cli_times)
+            print(f"sqlite3 shell:  {cli:.3f} s  ({args.objects / cli:,.0f} objects/s)  runs {', '.join(f'{t:.3f}' for t in cli_times)}")
+            print(f"ratio (sqlite3 shell / strata): {cli / strata:.2f}  (above 1.0: strata is faster)")
+        else:
+            print("sqlite3 shell: not installed (the comparison without Python is skipped)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
