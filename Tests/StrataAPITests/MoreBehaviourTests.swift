@@ -72,3 +72,36 @@ import Strata
         await f.close()
     }
 }
+
+/// What a view controller does with the view context: keep live results and objects on the
+/// main actor, and read them there.
+@MainActor final class BookListModel {
+    let results: FetchedResults<Book>
+    let first: Book?
+
+    init(view: ObjectContext) throws {
+        results = try view.performAndWait { context in
+            try context.fetchedResults(Book.self, request: FetchRequest(entity: "Book", sortBy: [SortKey("title")]))
+        }
+        first = try view.performAndWait { context in try context.findFirst(Book.self, sortedBy: [SortKey("title")]) }
+    }
+
+    var titles: [String] { results.objects.map(\.title) }
+}
+
+@Suite struct MainActorUseTests {
+    @Test @MainActor func mainActorCodeKeepsLiveResultsAndObjects() async throws {
+        let f = try Fixture()
+        _ = try await f.seedBooks(2000...2002)
+        let view = ObjectContext(coordinator: f.coordinator, executor: .main, name: "view")
+        let model = try BookListModel(view: view)
+        #expect(model.titles == ["B2000", "B2001", "B2002"])
+        #expect(model.first?.title == "B2000")
+        view.performAndWait { context in
+            let book = context.insert(Book.self)
+            book.title = "A new one"
+        }
+        #expect(model.titles == ["A new one", "B2000", "B2001", "B2002"], "the live results follow the view context")
+        await f.close()
+    }
+}

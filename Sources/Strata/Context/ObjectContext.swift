@@ -122,19 +122,35 @@ public actor ObjectContext {
     }
 
     /// Runs `body` synchronously in a `.main` context from `@MainActor` code, then processes
-    /// pending changes. Traps for a private-queue context (use ``perform(_:)``), and (in
-    /// `assumeIsolated`) when called off the main actor.
-    public nonisolated func performAndWait<T: Sendable>(_ body: (isolated ObjectContext) throws -> T) rethrows -> T {
+    /// pending changes, and returns what it made — objects, live results, anything — to the
+    /// main actor, where UI code may keep and use it: the context's isolation *is* the main
+    /// actor's, so its objects are main-actor objects, as a Core Data view context's are.
+    ///
+    /// ```swift
+    /// @MainActor final class SongList {
+    ///     let results: FetchedResults<Song>
+    ///     init(view: ObjectContext) throws {
+    ///         results = try view.performAndWait { context in
+    ///             try context.fetchedResults(Song.self, request: FetchRequest(entity: "Song", sortBy: [SortKey("title")]))
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    /// Traps for a private-queue context (use ``perform(_:)``), and (in `assumeIsolated`)
+    /// when called off the main actor.
+    public nonisolated func performAndWait<T>(_ body: (isolated ObjectContext) throws -> T) rethrows -> sending T {
         precondition(link.executor == .main, "performAndWait: context \"\(link.name)\" runs on a private queue; use `await perform { }`")
         // The context's executor is the main actor's and this runs on it, so the caller's
         // closure and the context's isolation are one and the same thread of work.
-        return try withoutActuallyEscaping(body) { body throws -> T in
+        let made = try withoutActuallyEscaping(body) { body throws -> MainActorValue<T> in
             nonisolated(unsafe) let body = body
             return try assumeIsolated { context in
                 defer { context.processPendingChanges() }
-                return try body(context)
+                return MainActorValue(value: try body(context))
             }
         }
+        nonisolated(unsafe) let value = made.value
+        return value
     }
 
     /// Posts objects-did-change for the changes since the last call, and publishes the
@@ -495,4 +511,11 @@ extension ObjectContext {
         guard automaticallyMergesChanges else { return }
         merge(save)
     }
+}
+
+/// A value made in a `.main` context's isolation, on its way to the main actor.
+// @unchecked Sendable: it is made on the main actor's executor (a `.main` context's) and
+// handed straight to the @MainActor caller of `performAndWait`; it never reaches another thread.
+struct MainActorValue<T>: @unchecked Sendable {
+    let value: T
 }
