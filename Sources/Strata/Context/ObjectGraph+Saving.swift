@@ -257,6 +257,7 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
+        forgetSavedUniques(capture)
     }
 
     /// The did-save value of a captured save.

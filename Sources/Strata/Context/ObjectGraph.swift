@@ -34,7 +34,7 @@ final class ObjectGraph {
     /// The layer of a context with no pending changes.
     private let emptyLayer: PendingLayer
     /// Unique values set in this context (entity → value → object); may be stale, checked on use.
-    private var pendingUniques: [Int: [Value: ObjectID]] = [:]
+    private(set) var pendingUniques: [Int: [Value: ObjectID]] = [:]
     /// The identity map's size at which ``releaseUnreferencedObjects()`` next looks for
     /// objects to let go: twice its size after the last pass (so a pass costs O(1) per
     /// object registered), and never below ``minimumReleaseThreshold``.
@@ -419,6 +419,20 @@ final class ObjectGraph {
         guard let unique = schema.layout.entities[object.entityIndex].uniqueAttribute else { return }
         let value = object.storage[unique]
         if !value.isNull { pendingUniques[object.entityIndex, default: [:]][value] = object.objectID }
+    }
+
+    /// Forgets the pending unique values of saved objects that have no pending change left:
+    /// the parent's view answers for them now. Without this a long-lived context's record
+    /// grew with every object it ever inserted.
+    func forgetSavedUniques(_ capture: SaveCapture) {
+        guard !pendingUniques.isEmpty else { return }
+        for object in capture.inserted + capture.updated where object.lifecycle == .persistent && object.changedKeys.isEmpty {
+            guard let unique = schema.layout.entities[object.entityIndex].uniqueAttribute else { continue }
+            let value = object.storage[unique]
+            if pendingUniques[object.entityIndex]?[value] == object.objectID {
+                pendingUniques[object.entityIndex]![value] = nil
+            }
+        }
     }
 
     static func targets(_ value: Value) -> [ObjectID] {

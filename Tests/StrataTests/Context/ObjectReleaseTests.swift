@@ -114,3 +114,30 @@ extension ObjectReleaseTests {
         await f.close()
     }
 }
+
+extension ObjectReleaseTests {
+    /// A context inserting objects with unique keys and saving them, over and over, keeps no
+    /// record of the saved ones' keys (its parent's view answers for them), and still finds
+    /// them by key.
+    @Test("the unique keys of saved objects are not kept by the context that saved them", arguments: [Tier.root, .child])
+    func savedUniqueKeysAreForgotten(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        for round in 0..<20 {
+            try await f.context.perform { c in
+                for k in 0..<50 {
+                    let artist = c.insert(Artist.self)
+                    artist.artistID = round * 50 + k + 1
+                    artist.name = "Artist \(round * 50 + k + 1)"
+                }
+                try await c.save()
+            }
+        }
+        let (recorded, found) = await f.context.perform { c in
+            (c.graph.pendingUniques.values.reduce(0) { $0 + $1.count },
+             c.find(Artist.self, uniqueKey: .int(1))?.name)
+        }
+        #expect(recorded == 0, "\(recorded) keys of saved objects still recorded")
+        #expect(found == "Artist 1")
+        await f.close()
+    }
+}
