@@ -25,7 +25,8 @@ let package = Package(
             name: "strata-journal-writer", dependencies: ["Strata"], path: "Tests/JournalWriter"),
         .executableTarget(
             name: "strata-benchmarks", dependencies: ["Strata"], path: "Benchmarks",
-            exclude: ["README.md", "Queries/sqlite_compare.py", "Store/sqlite_bulk_commit.py", "import_compare.py", "Journal/group_commit_model.c"]),
+            exclude: ["README.md", "Queries/sqlite_compare.py", "Store/sqlite_bulk_commit.py", "import_compare.py", "Journal/group_commit_model.c",
+                      "Store/sqlite_bulk_commit.c", "Queries/sqlite_fetch.c"]),
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataCommand"],
