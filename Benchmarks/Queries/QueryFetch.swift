@@ -182,13 +182,14 @@ enum QueryFetch {
         }
         report.notes.append("[scan]: Strata reads every row; [index]: an ordered index gives the candidates; [index walk]: "
                             + "the index is walked in order until the limit is reached")
-        report.notes.append("of two range conditions on one indexed key (itemID >= a AND itemID < b), Strata's index gives the "
-                            + "candidates for the first alone (every row from a to the end), then tests the second on each; "
-                            + "BETWEEN gives the index both ends")
+        report.notes.append("two range conditions on one indexed key (itemID >= a AND itemID < b) give the index both ends, "
+                            + "as BETWEEN does")
+        report.notes.append("count all: Strata keeps a count per entity, SQLite counts the table's rows — not the same work")
         if sqlite != nil {
             report.notes.append("Strata ÷ SQLite divides the medians, against SQLite with an index on the column exactly when Strata "
                                 + "has one (above 1: Strata is slower); SQLite fetches are fetchall() of every column into Python "
-                                + "tuples, Strata's return StoredObjects")
+                                + "tuples (Python's share is large where many rows come back: Queries/sqlite_fetch.c is the same "
+                                + "in C), Strata's return StoredObjects sharing the decoded rows")
         }
         report.notes.append("queries under \(formatted(targetSeconds * 1e3)) ms repeat within a run, the run being their mean"
                             + (sqlite == nil ? "" : "; every answer (row count, itemID sum, order of sorted ones) was the same "
