@@ -104,6 +104,21 @@ func seedSongbook(_ store: Store) async throws -> ConstraintTests.Objects {
     try await ConstraintTests.Objects.commit(into: store)
 }
 
+/// What `body` returns, or `false` if it has not returned within `timeout` (a hard timeout,
+/// scaled to the build; `body` is cancelled then).
+func returns(within timeout: Duration, _ body: @escaping @Sendable () async -> Bool) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: timeout * TestTiming.slowdown)
+            return false
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first
+    }
+}
+
 /// Waits until `condition` holds in `context`, re-checking after each of its
 /// objects-did-change notifications, up to a hard timeout.
 @discardableResult
@@ -113,20 +128,11 @@ func waitUntil(
 ) async -> Bool {
     let changes = context.objectsDidChange()
     if await context.perform({ condition($0) }) { return true }
-    let held = await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            for await _ in changes {
-                if await context.perform({ condition($0) }) { return true }
-            }
-            return false
+    let held = await returns(within: timeout) {
+        for await _ in changes {
+            if await context.perform({ condition($0) }) { return true }
         }
-        group.addTask {
-            try? await Task.sleep(for: timeout * TestTiming.slowdown)
-            return false
-        }
-        let first = await group.next()!
-        group.cancelAll()
-        return first
+        return false
     }
     if !held { Issue.record("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation) }
     return held

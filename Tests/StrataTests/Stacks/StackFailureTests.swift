@@ -85,18 +85,9 @@ import Darwin
 
     /// Whether a stream ends (rather than staying open) within `timeout`.
     static func ends<Element: Sendable>(_ stream: AsyncStream<Element>, within timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await _ in stream {}
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout * TestTiming.slowdown)
-                return false
-            }
-            let first = await group.next()!
-            group.cancelAll()
-            return first
+        await returns(within: timeout) {
+            for await _ in stream {}
+            return true
         }
     }
 
