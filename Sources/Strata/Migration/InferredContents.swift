@@ -2,11 +2,13 @@
 /// ``CheckpointSource`` over the older store's objects, so that an inferred step holds no
 /// second copy of the store — its memory is the checkpoint writer's batch.
 ///
-/// Its ``problems(limit:)`` checks, in one pass over the source, what an inferred step can
-/// break: required values and limits of the new attributes, unique values where a value
-/// could newly repeat, required relationships. Inverses and references need no check: an
-/// inferred step keeps every object's number and every relationship's contents, and the
-/// older store's own checks guarantee they agree.
+/// Its ``problems(limit:progress:)`` checks, in one pass over the source, what an inferred
+/// step can break: required values and limits of the new attributes, unique values where a
+/// value could newly repeat, required relationships. Inverses and references need no check:
+/// an inferred step keeps every object's number and every relationship's contents, and pairs
+/// each relationship with its old inverse (one re-paired is not inferable), so the older
+/// store's own checks guarantee they agree. Dry runs run the same check, so that they report
+/// what the migration would.
 struct InferredContents: CheckpointSource {
     let source: Generation
     let step: MigrationStep
@@ -37,10 +39,28 @@ struct InferredContents: CheckpointSource {
         }
     }
 
-    /// What would break the new schema's rules, with the change behind each (at most `limit`).
-    func problems(limit: Int = 100, progress: (String, Int, Int) -> Void) -> [ValidationProblem] {
+    /// The objects the step writes: those of every entity it keeps (a removed entity's are dropped).
+    var objectCount: Int {
+        step.mapping.entities.reduce(0) { sum, mapping in sum + (mapping.source.map { source.tables[$0].count } ?? 0) }
+    }
+
+    /// Objects per destination entity, in schema order.
+    var objectCounts: [Int] { step.mapping.entities.map { $0.source.map { source.tables[$0].count } ?? 0 } }
+
+    /// What would break the new schema's rules, with the change behind each (at most
+    /// `limit`), in the order ``Generation/integrityProblems(limit:)`` would list them in the
+    /// result — a repeated unique value names the lowest-numbered object holding it.
+    ///
+    /// `progress` hears (entity, objects done, objects in all) as a custom step's validation
+    /// reports it: at the start and the end (no entity), and every
+    /// ``StepExecution/progressInterval`` objects.
+    func problems(limit: Int = StepExecution.problemLimit, progress: (String?, Int, Int) -> Void) -> [ValidationProblem] {
         let mapping = step.mapping
         var problems: [ValidationProblem] = []
+        let total = objectCount
+        var done = 0
+        progress(nil, 0, total)
+        defer { progress(nil, done, total) }
         for (d, entity) in step.destination.entities.enumerated() {
             guard let s = mapping.entities[d].source else { continue }
             let sourceEntity = step.source.entities[s]
@@ -62,10 +82,11 @@ struct InferredContents: CheckpointSource {
                 return u
             }
             let required = entity.relationships.indices.filter { !entity.relationships[$0].isOptional }.map { attributeCount + $0 }
-            guard !checked.isEmpty || unique != nil || !required.isEmpty else { continue }
+            guard !checked.isEmpty || unique != nil || !required.isEmpty else {
+                done += source.tables[s].count
+                continue
+            }
             var seen: [Value: UInt64] = [:]
-            let total = source.tables[s].count
-            var done = 0
             source.tables[s].forEach { number, row in
                 guard problems.count < limit else { return }
                 let values = mapping.destinationValues(of: row.values, entity: d, renames: nil, relationships: .asIs)
@@ -78,8 +99,11 @@ struct InferredContents: CheckpointSource {
                     if let problem = AttributeCheck.problem(with: values[a], for: entity.attributes[a]) { add(entity.attributes[a].name, problem) }
                 }
                 if let u = unique, !values[u].isNull {
-                    if let other = seen.updateValue(number, forKey: values[u]) {
+                    // Objects are visited in number order: the first holder is the lowest-numbered.
+                    if let other = seen[values[u]] {
                         add(entity.attributes[u].name, "unique value \(values[u]) is also used by \(entity.name)/\(other)")
+                    } else {
+                        seen[values[u]] = number
                     }
                 }
                 for r in required where CommitPlan.targets(values[r]).isEmpty {

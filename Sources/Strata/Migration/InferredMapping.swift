@@ -3,8 +3,9 @@
 /// property starts with.
 ///
 /// Entities, attributes and relationships are matched by their `renamedFrom` name when
-/// they declare one, otherwise by name. Every difference found is listed in ``changes``;
-/// the ones an inferred step cannot carry out have `isInferable == false`.
+/// they declare one that applies (see ``renames(_:_:)``), otherwise by name. Every
+/// difference found is listed in ``changes``; the ones an inferred step cannot carry out
+/// have `isInferable == false`.
 struct InferredMapping: Sendable {
     /// Where one destination value comes from.
     enum PropertySource: Sendable, Hashable {
@@ -39,12 +40,7 @@ struct InferredMapping: Sendable {
         self.source = source
         self.destination = destination
         destinationOfSource = source.entities.map { _ in nil }
-        // A source another destination renames from is that one's, even if a new entity
-        // takes its old name.
-        let renamedAway = Set(destination.entities.compactMap { $0.renamedFrom.flatMap(source.entityIndex(named:)) })
-        let sources = destination.entities.map { entity in
-            Self.match(entity.renamedFrom, entity.name, claimed: renamedAway) { source.entityIndex(named: $0) }
-        }
+        let sources = Self.sources(destination.entities.map { ($0.name, $0.renamedFrom) }) { source.entityIndex(named: $0) }
         for (index, sourceIndex) in sources.enumerated() {
             if let sourceIndex { destinationOfSource[sourceIndex] = index }
         }
@@ -65,12 +61,42 @@ struct InferredMapping: Sendable {
         }
     }
 
-    /// The first candidate name `lookup` finds: `renamedFrom`, else the same name unless
-    /// another property or entity renames from it (it is in `claimed`).
-    private static func match(_ renamedFrom: String?, _ name: String, claimed: Set<Int>, _ lookup: (String) -> Int?) -> Int? {
-        if let renamedFrom, let found = lookup(renamedFrom) { return found }
-        guard let found = lookup(name), !claimed.contains(found) else { return nil }
-        return found
+    /// Per destination entity or property (`name`, `renamedFrom`): the source one it comes
+    /// from (`lookup` finds a source by name). A `renamedFrom` that ``renames(_:_:)`` applies
+    /// wins; otherwise the same name, unless an applied rename takes that source elsewhere —
+    /// a new entity or property taking a renamed one's old name starts empty.
+    private static func sources(_ items: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?) -> [Int?] {
+        let renamed = renames(items, lookup)
+        let claimed = Set(renamed.compactMap { $0 })
+        return zip(items, renamed).map { item, renamed in
+            if let renamed { return renamed }
+            guard let found = lookup(item.name), !claimed.contains(found) else { return nil }
+            return found
+        }
+    }
+
+    /// Per item: the source its `renamedFrom` names, when that hint applies. It applies when
+    /// the source has the old name and either lacks the item's own name, or another item
+    /// renames from the own name (names swapped or rotated). A hint whose item the source
+    /// still has under its own name, and whose own name nothing renames from, is left over
+    /// from the version that made the rename — a schema copied forward keeps its
+    /// `renamedFrom` — and following it would move values between two properties (or
+    /// entities) that both exist: the item matches by name instead.
+    private static func renames(_ items: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?) -> [Int?] {
+        let renamedFrom = Set(items.compactMap(\.renamedFrom))
+        return items.map { item in
+            guard let old = item.renamedFrom, let found = lookup(old) else { return nil }
+            return lookup(item.name) == nil || renamedFrom.contains(item.name) ? found : nil
+        }
+    }
+
+    /// Per property of `entity`, in storage order: the property of `old` its values come
+    /// from (matched as an inferred step matches them), or `nil` for a new one. `old` may be
+    /// another entity than the one `entity` was (the source of a custom step's object).
+    static func propertySources(of entity: Entity, from old: Entity) -> [Int?] {
+        sources(entity.attributes.map { ($0.name, $0.renamedFrom) } + entity.relationships.map { ($0.name, $0.renamedFrom) }) {
+            old.propertyIndex(named: $0)
+        }
     }
 
     private func newValues(_ entity: Entity) -> [PropertySource] {
@@ -79,19 +105,13 @@ struct InferredMapping: Sendable {
 
     private mutating func mapProperties(of entity: Entity, from old: Entity) -> [PropertySource] {
         var result: [PropertySource] = []
-        var used = Set<Int>()
-        let renamedAway = Set((entity.attributes.map(\.renamedFrom) + entity.relationships.map(\.renamedFrom)).compactMap {
-            $0.flatMap(old.propertyIndex(named:))
-        })
-        for attribute in entity.attributes {
-            let index = Self.match(attribute.renamedFrom, attribute.name, claimed: renamedAway) { old.propertyIndex(named: $0) }
-            result.append(mapAttribute(attribute, of: entity, from: old, at: index))
-            if let index { used.insert(index) }
+        let sources = Self.propertySources(of: entity, from: old)
+        let used = Set(sources.compactMap { $0 })
+        for (a, attribute) in entity.attributes.enumerated() {
+            result.append(mapAttribute(attribute, of: entity, from: old, at: sources[a]))
         }
-        for relationship in entity.relationships {
-            let index = Self.match(relationship.renamedFrom, relationship.name, claimed: renamedAway) { old.propertyIndex(named: $0) }
-            result.append(mapRelationship(relationship, of: entity, from: old, at: index))
-            if let index { used.insert(index) }
+        for (r, relationship) in entity.relationships.enumerated() {
+            result.append(mapRelationship(relationship, of: entity, from: old, at: sources[entity.attributes.count + r]))
         }
         for index in 0..<old.propertyCount where !used.contains(index) {
             switch old.property(at: index) {
@@ -188,7 +208,9 @@ struct InferredMapping: Sendable {
             changes.append(SchemaChange(.renamedRelationship, entity: entity.name, key: name, "renamed from \"\(previous.name)\""))
         }
         let previousDestination = source.entityIndex(named: previous.destination)!
-        guard destinationOfSource[previousDestination] == destination.entityIndex(named: relationship.destination) else {
+        guard let target = destination.entityIndex(named: relationship.destination),
+            destinationOfSource[previousDestination] == target
+        else {
             changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
                                         "destination changed from \(previous.destination) to \(relationship.destination)", inferable: false))
             return .constant(empty)
@@ -196,6 +218,16 @@ struct InferredMapping: Sendable {
         guard previous.isToMany == relationship.isToMany else {
             changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
                                         relationship.isToMany ? "changed from to-one to to-many" : "changed from to-many to to-one",
+                                        inferable: false))
+            return .constant(empty)
+        }
+        // Each side keeps its contents, so the inverse must be the old inverse (renamed or
+        // not); paired with another relationship, the two sides would disagree.
+        let oldTarget = source.entities[previousDestination], newTarget = destination.entities[target]
+        let inverseSource = Self.propertySources(of: newTarget, from: oldTarget)[newTarget.propertyIndex(named: relationship.inverse)!]
+        guard inverseSource == oldTarget.propertyIndex(named: previous.inverse) else {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        "its inverse changed from \(previous.destination).\(previous.inverse) to \(relationship.destination).\(relationship.inverse), so each side's objects would no longer match the other's; a custom step must set it (a link's setValue keeps inverses in step)",
                                         inferable: false))
             return .constant(empty)
         }

@@ -347,7 +347,14 @@ public final class MigrationDestination {
     }
 
     /// Sets a relationship and maintains the inverse of every object leaving and joining it.
-    func setRelationship(_ value: Value, at property: Int, of id: ObjectID, entity: Int) throws(MigrationError) {
+    /// An object joining adds this one at the end of its to-many inverse, unless it lists it
+    /// already (lists are ordered, and being listed again does not move it), as a context
+    /// does. `filledInverse` hears of each joining object whose inverse was empty (entity,
+    /// number, the inverse's storage index).
+    func setRelationship(
+        _ value: Value, at property: Int, of id: ObjectID, entity: Int,
+        filledInverse: ((_ entity: Int, _ number: UInt64, _ property: Int) -> Void)? = nil
+    ) throws(MigrationError) {
         let relationship = relationshipInfo[entity][property]!
         let key = relationship.name
         let targets: [ObjectID]
@@ -385,10 +392,11 @@ public final class MigrationDestination {
                 try updateRow(previousEntity, previous.number, [(property, updated)])
                 if previous == target { targetRow = try self.row(destination, target.number)! }
             }
+            let current = CommitPlan.targets(targetRow[inverse])
+            if inverseIsToMany && current.contains(id) { continue }
             if target == id { touchedSelf = true }
-            let current = targetRow[inverse]
-            let updated: Value = inverseIsToMany ? .objects(CommitPlan.targets(current).filter { $0 != id } + [id]) : .object(id)
-            try updateRow(destination, target.number, [(inverse, updated)])
+            if current.isEmpty { filledInverse?(destination, target.number, inverse) }
+            try updateRow(destination, target.number, [(inverse, inverseIsToMany ? .objects(current + [id]) : .object(id))])
         }
         if touchedSelf { row = try self.row(entity, id.number)! }
         let new: Value = relationship.isToMany ? .objects(targets) : (targets.first.map { .object($0) } ?? .null)

@@ -100,8 +100,10 @@ extension MigrationPlan {
     /// Runs every step a store needs, writing nothing to the store, and reports what would
     /// happen (see ``MigrationDryRun``). The store is read without taking its lock.
     ///
-    /// Each step runs as in a migration, its new objects and bookkeeping in temporary files
-    /// of a scratch directory in the system's temporary directory (`FileManager`'s
+    /// Each step is checked as in a migration — an inferred step in one pass over its source,
+    /// a custom step with its new objects and bookkeeping in temporary files — so the dry run
+    /// reports the problems (and progress, but for writing) the migration would. Its temporary
+    /// files are in a scratch directory of the system's temporary directory (`FileManager`'s
     /// `temporaryDirectory`, removed before this returns); a step's result is read back into
     /// memory only when another step follows, after the previous one is released. So a dry
     /// run needs about the memory of the larger of the store before and after each step.
@@ -144,18 +146,18 @@ extension MigrationPlan {
                     // Not bound to a constant: `generation` alone holds the source, so that
                     // releasing it below frees it before the result is read back.
                     let outcome = try await Migrator.execute(step, on: generation!, number: k + 1, of: steps.count, plan: self,
-                                                             scratch: scratch, scratchIO: scratchIO, progress: progress)
-                    defer { outcome.contents.spill.remove() }
-                    let spill = outcome.contents.spill
-                    report.objectCounts = step.destination.entities.enumerated().map {
-                        MigrationDryRun.EntityCount(entity: $1.name, count: spill.count(of: $0))
+                                                             scratch: scratch, scratchIO: scratchIO, keepingContents: k + 1 < steps.count,
+                                                             progress: progress)
+                    defer { outcome.contents?.spill.remove() }
+                    report.objectCounts = zip(step.destination.entities, outcome.objectCounts).map {
+                        MigrationDryRun.EntityCount(entity: $0.name, count: $1)
                     }
                     report.dropped = outcome.dropped
                     report.problems = outcome.problems
                     failed = !outcome.problems.isEmpty
                     // The next step starts from this one's result, read back once the source is released.
                     generation = nil
-                    if !failed && k + 1 < steps.count { generation = try outcome.contents.generation(step: step.name) }
+                    if let contents = outcome.contents, !failed { generation = try contents.generation(step: step.name) }
                 } catch {
                     report.failure = error
                     failed = true

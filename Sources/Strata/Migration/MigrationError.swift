@@ -86,3 +86,14 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         return text
     }
 }
+
+extension MigrationError {
+    /// The error, naming the object a transform or link was running for (and its entity)
+    /// where whoever threw it left them out — as an error of any other type is named.
+    func naming(_ object: ObjectID, entity: String) -> MigrationError {
+        var error = self
+        if error.object == nil { error.object = object }
+        if error.entity == nil { error.entity = entity }
+        return error
+    }
+}

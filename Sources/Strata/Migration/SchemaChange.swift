@@ -4,8 +4,9 @@
 /// entities, attributes and relationships, renames declared with `renamedFrom`, optional ↔
 /// required with a default, new options and limits (checked by validation). A change that
 /// cannot be inferred (a new type, a required attribute without a default, a to-one turned
-/// to-many, ...) is reported with ``isInferable`` `false`, naming the entity and key; such a
-/// step needs a custom transform for the entity.
+/// to-many, a relationship paired with another inverse, ...) is reported with
+/// ``isInferable`` `false`, naming the entity and key; such a step needs a custom transform
+/// for the entity.
 ///
 /// ```
 /// Song.title: renamed from "name"
@@ -24,7 +25,7 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
         /// The attribute's type changed.
         case typeChanged
         /// A property changed between attribute and relationship, to-one and to-many, or its
-        /// destination entity.
+        /// destination entity or inverse.
         case shapeChanged
     }
 

@@ -12,6 +12,9 @@ struct StepContents: FallibleCheckpointSource {
 
     var readFailure: StoreError? { spill.failure }
 
+    /// The objects the checkpoint holds.
+    var objectCount: Int { schema.entities.indices.reduce(0) { $0 + spill.count(of: $1) } }
+
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         for (index, entity) in schema.entities.enumerated() {
             let name = entity.name

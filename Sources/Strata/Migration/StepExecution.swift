@@ -23,6 +23,8 @@ struct StepExecution {
     var cachedIndexPages = PagedSlots.defaultCachedPages
     /// How often progress is reported, in objects.
     static let progressInterval = 10_000
+    /// The most validation problems a step reports.
+    static let problemLimit = 100
 
     /// What a step produced and found.
     struct Outcome {
@@ -79,7 +81,7 @@ struct StepExecution {
                     do {
                         try transform(object, destination)
                     } catch let error as MigrationError {
-                        failure = error
+                        failure = error.naming(object.id, entity: sourceEntity.name)
                     } catch {
                         failure = MigrationError(.transformFailed, "the transform threw: \(error)", step: step.name,
                                                  entity: sourceEntity.name, object: object.id)
@@ -127,7 +129,7 @@ struct StepExecution {
                 do {
                     try link(id, destination)
                 } catch let error as MigrationError {
-                    var error = error
+                    var error = error.naming(id, entity: entity)
                     if error.step == nil { error.step = step.name }
                     throw error
                 } catch {
@@ -143,10 +145,11 @@ struct StepExecution {
         if let awakening { try awakening.apply(to: destination) }
 
         // Validation.
-        var problems = try integrityProblems(destination, limit: 100).map { problem in
+        var problems = try integrityProblems(destination, limit: Self.problemLimit).map { problem in
             (problem, mapping.change(entity: problem.object.entity, key: problem.key))
         }
-        problems += deleteRuleProblems(destination, limit: 100)
+        // One limit for both kinds: a failure lists at most `problemLimit` problems in all.
+        if problems.count < Self.problemLimit { problems += deleteRuleProblems(destination, limit: Self.problemLimit - problems.count) }
         try destination.checkSpill()
         do throws(StoreError) { try spill.flush() } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's new objects")
@@ -173,11 +176,28 @@ struct StepExecution {
     }
 
     /// Fills relationships from the source objects, following the objects related objects became.
+    ///
+    /// To-many lists keep the source's order. Carried-over objects are written directly (both
+    /// sides come from the source, so they agree). Objects a transform made go through
+    /// ``MigrationDestination/setRelationship(_:at:of:entity:filledInverse:)``, which keeps
+    /// inverses in step and so fills the inverse of a made object not reached yet, in the
+    /// order the objects are reached; each such fill is marked, so that when that object is
+    /// reached the relationship still counts as one its transform left empty and gets the
+    /// source's order (objects that joined it only through an inverse stay, after those).
     private func carryOverRelationships(_ destination: MigrationDestination, isTransformed: [Bool]) throws(MigrationError) {
         let schema = step.destination
-        // Per source entity: its relationships' names and storage indexes.
-        let oldRelationships = step.source.entities.map { old in
-            Dictionary(uniqueKeysWithValues: old.relationships.enumerated().map { ($1.name, old.attributes.count + $0) })
+        let slots = destination.spill.slots
+        // Per destination entity, by number × property count + property: relationships first
+        // filled through an inverse in this pass.
+        let filledThroughInverse = schema.entities.map { _ in slots.makeArea() }
+        func slotIndex(_ entity: Int, _ number: UInt64, _ property: Int) -> UInt64 {
+            number * UInt64(schema.entities[entity].propertyCount) + UInt64(property)
+        }
+        func markFilled(_ entity: Int, _ number: UInt64, _ property: Int) {
+            slots.setSlot(filledThroughInverse[entity], slotIndex(entity, number, property), PagedSlots.Slot(first: 1, second: 0))
+        }
+        func leftEmpty(_ entity: Int, _ number: UInt64, _ property: Int, _ targets: [ObjectID], toMany: Bool) -> Bool {
+            targets.isEmpty || (toMany && !slots.slot(filledThroughInverse[entity], slotIndex(entity, number, property)).isEmpty)
         }
         for (d, entity) in schema.entities.enumerated() where !entity.relationships.isEmpty {
             let mapping = step.mapping.entities[d]
@@ -201,25 +221,39 @@ struct StepExecution {
                 }
             }
             // Objects a transform made: relationships it left empty follow the source object's
-            // relationship of the same name (or the one it was renamed from).
+            // relationship, matched as an inferred step matches them (so one taking a renamed
+            // relationship's old name starts empty).
+            var carriedFrom: [Int: [Int?]] = [:]  // per source entity: per relationship, the old relationship's index
             for number in numbers {
                 guard let origin = destination.origin(d, number), let s = step.source.entityIndex(named: origin.entity),
-                    !oldRelationships[s].isEmpty, let sourceRow = source.tables[s][origin.number]
+                    let sourceRow = source.tables[s][origin.number]
                 else { continue }
+                let oldIndexes = carriedFrom[s] ?? {
+                    let old = step.source.entities[s]
+                    let sources = InferredMapping.propertySources(of: entity, from: old)
+                    let indexes = entity.relationships.indices.map { r in sources[attributeCount + r].flatMap { $0 >= old.attributes.count ? $0 : nil } }
+                    carriedFrom[s] = indexes
+                    return indexes
+                }()
+                guard oldIndexes.contains(where: { $0 != nil }), let row = try destination.row(d, number) else { continue }
                 let id = ObjectID(entity: entity.name, number: number)
-                guard let row = try destination.row(d, number) else { continue }
-                for (r, relationship) in entity.relationships.enumerated() where CommitPlan.targets(row[attributeCount + r]).isEmpty {
-                    let oldIndex = relationship.renamedFrom.flatMap { oldRelationships[s][$0] } ?? oldRelationships[s][relationship.name]
-                    guard let oldIndex else { continue }
-                    let value = sourceRow.values[oldIndex]
-                    let targets = Self.unique(CommitPlan.targets(value).flatMap {
+                for (r, relationship) in entity.relationships.enumerated() {
+                    let index = attributeCount + r
+                    guard let oldIndex = oldIndexes[r],
+                        leftEmpty(d, number, index, CommitPlan.targets(row[index]), toMany: relationship.isToMany)
+                    else { continue }
+                    let targets = Self.unique(CommitPlan.targets(sourceRow.values[oldIndex]).flatMap {
                         remap($0, to: destinations[r], destination, isTransformed: isTransformed)
                     })
                     guard !targets.isEmpty else { continue }
-                    let current = CommitPlan.targets(try destination.row(d, number)![attributeCount + r])
-                    guard current.isEmpty else { continue }  // set meanwhile through an inverse
-                    try destination.setRelationship(relationship.isToMany ? .objects(targets) : .object(targets[0]),
-                                                    at: attributeCount + r, of: id, entity: d)
+                    // Set meanwhile through an inverse (a relationship to its own entity)?
+                    let current = CommitPlan.targets(try destination.row(d, number)![index])
+                    guard leftEmpty(d, number, index, current, toMany: relationship.isToMany) else { continue }
+                    let listed = Set(targets)
+                    let list = targets + current.filter { !listed.contains($0) }
+                    guard list != current else { continue }
+                    try destination.setRelationship(relationship.isToMany ? .objects(list) : .object(list[0]),
+                                                    at: index, of: id, entity: d, filledInverse: markFilled)
                 }
             }
         }
@@ -233,8 +267,9 @@ struct StepExecution {
 
     /// The new schema's rules the destination breaks, in one pass over it (entity by entity,
     /// in number order), as ``Generation/integrityProblems(limit:)`` finds them in a
-    /// generation: required values, limits, unique values, references and inverses. A
-    /// relationship's inverse is checked by reading the related object's newest record.
+    /// generation: required values, limits, unique values, objects listed twice, references
+    /// and inverses. A relationship's inverse is checked by reading the related object's
+    /// newest record.
     private func integrityProblems(_ destination: MigrationDestination, limit: Int) throws(MigrationError) -> [Generation.IntegrityProblem] {
         let schema = step.destination
         let spill = destination.spill
@@ -266,6 +301,10 @@ struct StepExecution {
                         let targets = CommitPlan.targets(values[attributeCount + offset])
                         if targets.isEmpty && !relationship.isOptional {
                             if !add(relationship.name, "the relationship is required but empty") { return false }
+                        }
+                        // A link may set any list; the store refuses one naming an object twice.
+                        if targets.count > 1, Set(targets).count != targets.count {
+                            if !add(relationship.name, "lists an object twice") { return false }
                         }
                         for other in targets {
                             guard other.entity == schema.entities[target].name, let otherValues = try spill.values(target, other.number) else {

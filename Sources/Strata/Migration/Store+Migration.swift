@@ -28,10 +28,21 @@ extension Store {
     ///   - progress: called (on the migration's thread) as the migration advances.
     /// - Returns: the store, open under the newest schema (or, read-only, its own).
     /// - Throws: ``MigrationError`` naming the step, entity, object and key; the store is
-    ///   unchanged by a step that fails.
+    ///   unchanged by a step that fails, but the steps before it stay written (the error then
+    ///   says which version the store is at).
     public static func open(
         at path: String, migratingWith plan: MigrationPlan, configuration: Configuration = Configuration(),
         progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) async throws(MigrationError) -> Store {
+        try await open(at: path, migratingWith: plan, configuration: configuration, progress: progress, isStaging: false)
+    }
+
+    /// Opens a store with a plan; a failing step after the first says which version the
+    /// steps before it left the store at, unless the store is a legacy migration's staging
+    /// copy (which is removed on failure).
+    private static func open(
+        at path: String, migratingWith plan: MigrationPlan, configuration: Configuration,
+        progress: (@Sendable (MigrationProgress) -> Void)?, isStaging: Bool
     ) async throws(MigrationError) -> Store {
         // Only `current` ever holds the open store, so each older store is freed before the
         // newer one loads.
@@ -58,7 +69,15 @@ extension Store {
         // Each step is written as a checkpoint, then the store is reopened under the step's
         // schema (keeping the write lock), so that the next step starts from what is on disk.
         for (k, step) in steps.enumerated() {
-            let lock = try await migrateStep(current!, step, number: k + 1, of: steps.count, plan: plan, progress: progress)
+            let lock: StoreLock?
+            do throws(MigrationError) {
+                lock = try await migrateStep(current!, step, number: k + 1, of: steps.count, plan: plan, progress: progress)
+            } catch {
+                guard k > 0, !isStaging else { throw error }
+                var error = error
+                error.message += "; the steps before it were written: the store is at schema version \(step.source.version) now, and opening it with the plan runs the remaining steps from there"
+                throw error
+            }
             current = nil
             do throws(StoreError) {
                 current = try Store.open(at: path, schema: step.destination, configuration: configuration, heldLock: lock)
@@ -130,7 +149,8 @@ extension Store {
         try clearDestination(staging, io: io, ownedByMigration: true)
         let last = try await copyLegacyStore(at: legacyPath, legacyFileIO: legacyFileIO, to: staging, plan: plan, configuration: configuration)
         do throws(MigrationError) {
-            let store = try await Store.open(at: staging, migratingWith: plan, configuration: configuration, progress: progress)
+            let store = try await Store.open(at: staging, migratingWith: plan, configuration: configuration, progress: progress,
+                                             isStaging: true)
             await store.close()
         } catch {
             removeStaging(staging, io: io)

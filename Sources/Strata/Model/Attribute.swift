@@ -17,7 +17,9 @@ public struct Attribute: Sendable, Hashable {
     public var isUnique: Bool
     /// Whether the store keeps an index on this attribute for queries.
     public var isIndexed: Bool
-    /// The attribute's name in the previous schema version, for inferred migrations.
+    /// The attribute's name in the previous schema version, for inferred migrations. It may
+    /// stay in later versions: it applies only while the previous version lacks this
+    /// attribute's own name (or another property takes that name over by renaming from it).
     public var renamedFrom: String?
     /// The smallest allowed value (int, double and date attributes).
     public var minimum: Value?

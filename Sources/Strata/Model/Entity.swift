@@ -19,7 +19,9 @@ public struct Entity: Sendable, Hashable {
     public var relationships: [Relationship]
     /// The order finders and queries use when none is given.
     public var defaultSort: [SortKey]
-    /// The entity's name in the previous schema version, for inferred migrations.
+    /// The entity's name in the previous schema version, for inferred migrations. It may
+    /// stay in later versions: it applies only while the previous version lacks this
+    /// entity's own name (or another entity takes that name over by renaming from it).
     public var renamedFrom: String?
 
     /// Creates an entity.

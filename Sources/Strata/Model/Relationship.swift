@@ -28,7 +28,9 @@ public struct Relationship: Sendable, Hashable {
     public var isOptional: Bool
     /// What deleting the source object does to the destinations.
     public var deleteRule: DeleteRule
-    /// The relationship's name in the previous schema version, for inferred migrations.
+    /// The relationship's name in the previous schema version, for inferred migrations. It may
+    /// stay in later versions: it applies only while the previous version lacks this
+    /// relationship's own name (or another property takes that name over by renaming from it).
     public var renamedFrom: String?
 
     /// Creates a relationship. Every option defaults to the model file's default.

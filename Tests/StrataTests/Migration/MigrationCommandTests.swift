@@ -67,6 +67,24 @@ import Testing
         #expect(try MusicModel.files(store) == before)
     }
 
+    /// A model that pairs relationships with other inverses: the dry run and the migration
+    /// both exit 1 naming the relationship, and the store is unchanged.
+    @Test func rePairedInversesExitOneInTheDryRunAndTheMigration() async throws {
+        defer { directory.remove() }
+        try await MigrationFixture.makeStore(at: store, MigrationFixture.crossedV1, MigrationFixture.crossedRows())
+        let model = try writeModel(MigrationFixture.crossedV2, "disco-v2.json")
+        let before = try MusicModel.files(store)
+        let dryRun = await runTool(["migrate", store, "--model", model, "--dry-run"])
+        let migrate = await runTool(["migrate", store, "--model", model])
+        for result in [dryRun, migrate] {
+            #expect(result.status == 1)
+            #expect(result.errors.hasPrefix("strata migrate: notInferable: step Disco 1 → 2 (inferred): Album.songs: its inverse changed from Song.album to Song.featuredOn"),
+                    "\(result.errors)")
+        }
+        #expect(try MusicModel.files(store) == before)
+        #expect(await runTool(["verify", store]).status == 0)
+    }
+
     @Test func usageAndVersionErrors() async throws {
         defer { directory.remove() }
         let missing = await runTool(["migrate", store])

@@ -126,3 +126,162 @@ extension MigrationMappingEdgeTests {
         #expect(FileManager.default.fileExists(atPath: legacy + "/journal-00000000000000000001.strata"), "the legacy store's files were removed")
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// v2 keeps every relationship's name, type and destination but pairs them with other
+    /// inverses. An inferred step keeps each side's contents, so the sides would disagree:
+    /// the plan is refused, naming each relationship and asking for a custom step.
+    @Test("relationships paired with another inverse are not inferred")
+    func rePairedInversesAreNotInferred() async throws {
+        let refused = #expect(throws: MigrationError.self) {
+            _ = try MigrationPlan(schemas: [MigrationFixture.crossedV1, MigrationFixture.crossedV2])
+        }
+        #expect(refused?.code == .notInferable)
+        #expect(refused?.changes.map { "\($0.entity).\($0.key ?? "")" } == ["Album.songs", "Album.featured", "Song.album", "Song.featuredOn"])
+        #expect(refused?.changes.allSatisfy { $0.kind == .shapeChanged } == true)
+        #expect(refused?.description.contains(
+            "Album.songs: its inverse changed from Song.album to Song.featuredOn, so each side's objects would no longer match the other's; a custom step must set it") == true,
+                "\(String(describing: refused))")
+    }
+
+    /// What the refusal asks for: a custom step whose link sets the relationships (here from
+    /// the songs' old values; setting one side keeps its new inverse in step).
+    @Test("a custom step's links set relationships paired with another inverse")
+    func linksSetRePairedInverses() async throws {
+        let directory = TemporaryDirectory("migration-re-paired-link")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, MigrationFixture.crossedV1, MigrationFixture.crossedRows())
+        var step = MigrationStep(from: MigrationFixture.crossedV1, to: MigrationFixture.crossedV2)
+        step.link("Song") { song, destination in
+            guard let old = destination.sourceObject(of: song) else { return }
+            try destination.setValue(old["album"], forKey: "album", of: song)
+            try destination.setValue(old["featuredOn"], forKey: "featuredOn", of: song)
+        }
+        step.link("Album") { _, _ in }  // its relationships follow the songs' (inverses are kept in step)
+        let store = try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: [MigrationFixture.crossedV1, MigrationFixture.crossedV2], steps: [step]))
+        let generation = store.currentGeneration
+        await store.close()
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems())")
+        let album = MigrationFixture.crossedV2.entity(named: "Album")!
+        #expect(generation.object(MusicModel.id("Album", 1))?.values[album.propertyIndex(named: "featured")!] == .objects([MusicModel.id("Song", 1)]))
+        #expect(generation.object(MusicModel.id("Album", 2))?.values[album.propertyIndex(named: "songs")!] == .objects([MusicModel.id("Song", 1)]))
+    }
+
+    /// v2 renames Song.album to record (and Album.songs to tracks) and adds new, unrelated
+    /// relationships under the old names. The renamed ones keep the data and the new ones
+    /// start empty — also for objects a custom step's transform made, whose relationships
+    /// are carried over from their source object.
+    @Test("a new relationship taking a renamed one's old name starts empty, in inferred and custom steps")
+    func transformedObjectsDoNotCopyIntoANameThatWasRenamedAway() async throws {
+        let v1 = try Schema("Disc", version: 1, entities: [
+            Entity("Album", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
+            Entity("Song", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+        ])
+        let v2 = try Schema("Disc", version: 2, entities: [
+            Entity("Album", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("tracks", to: "Song", inverse: "record", toMany: true, renamedFrom: "songs"),
+                                   Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
+            Entity("Song", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("record", to: "Album", inverse: "tracks", renamedFrom: "album"),
+                                   Relationship("album", to: "Album", inverse: "songs")]),
+        ])
+        let rows = [
+            MusicModel.row(v1, "Album", 1, ["title": .string("A"), "songs": .objects([MusicModel.id("Song", 1)])]),
+            MusicModel.row(v1, "Song", 1, ["title": .string("S"), "album": .object(MusicModel.id("Album", 1))]),
+        ]
+        let directory = TemporaryDirectory("migration-reused-relationship")
+        defer { directory.remove() }
+        var step = MigrationStep(from: v1, to: v2)
+        step.transform("Song") { song, destination in
+            try destination.insert("Song", values: ["title": song["title"]])
+        }
+        for (name, plan) in [("inferred", try MigrationPlan(schemas: [v1, v2])), ("custom", try MigrationPlan(schemas: [v1, v2], steps: [step]))] {
+            let path = directory.appending("\(name).strata")
+            try await MigrationFixture.makeStore(at: path, v1, rows)
+            let store = try await Store.open(at: path, migratingWith: plan)
+            let song = store.currentGeneration.object(MusicModel.id("Song", 1))!.values
+            let album = store.currentGeneration.object(MusicModel.id("Album", 1))!.values
+            await store.close()
+            let s = v2.entity(named: "Song")!, a = v2.entity(named: "Album")!
+            #expect(song[s.propertyIndex(named: "record")!] == .object(MusicModel.id("Album", 1)), "\(name)")
+            #expect(album[a.propertyIndex(named: "tracks")!] == .objects([MusicModel.id("Song", 1)]), "\(name)")
+            #expect(song[s.propertyIndex(named: "album")!] == .null, "\(name) step: the new Song.album got the renamed relationship's values")
+            #expect(album[a.propertyIndex(named: "songs")!] == .objects([]), "\(name) step: the new Album.songs got the renamed relationship's values")
+        }
+    }
+
+    /// v2 renames Track.name to title and adds a new `name`; v3 is v2 copied forward with an
+    /// attribute added, keeping title's `renamedFrom: "name"`. v2 has both names, so in the
+    /// v2 → v3 step the hint is a leftover: each attribute keeps its own values. A v1 store
+    /// goes through both steps: the rename applies in the first only.
+    @Test("a renamedFrom kept in a later version applies only to the step that made the rename")
+    func renamedFromCarriedForwardInAMultiStepPlan() async throws {
+        let v1 = try Schema("Player", version: 1, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("name", .string)]),
+        ])
+        let v2 = try Schema("Player", version: 2, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("title", .string, renamedFrom: "name"),
+                                         Attribute("name", .string, default: .string(""))]),
+        ])
+        let v3 = try Schema("Player", version: 3, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("title", .string, renamedFrom: "name"),
+                                         Attribute("name", .string, default: .string("")), Attribute("plays", .int, default: .int(0))]),
+        ])
+        let plan = try MigrationPlan(schemas: [v1, v2, v3])
+        #expect(plan.steps[0].changes.map(\.description).contains("Track.title: renamed from \"name\""))
+        #expect(plan.steps[1].changes.map(\.description) == ["Track.plays: added (default 0)"])
+        let directory = TemporaryDirectory("migration-stale-rename")
+        defer { directory.remove() }
+        let fromV2 = directory.appending("v2.strata")
+        try await MigrationFixture.makeStore(at: fromV2, v2, [
+            MusicModel.row(v2, "Track", 1, ["trackID": .int(1), "title": .string("Intro"), "name": .string("intro-v2")]),
+        ])
+        let fromV1 = directory.appending("v1.strata")
+        try await MigrationFixture.makeStore(at: fromV1, v1, [MusicModel.row(v1, "Track", 1, ["trackID": .int(1), "name": .string("Intro")])])
+        for (path, expected) in [(fromV2, [Value.int(1), .string("Intro"), .string("intro-v2"), .int(0)]),
+                                 (fromV1, [.int(1), .string("Intro"), .string(""), .int(0)])] {
+            let store = try await Store.open(at: path, migratingWith: plan)
+            let values = store.currentGeneration.object(MusicModel.id("Track", 1))?.values
+            await store.close()
+            #expect(values == expected, "\(path)")
+        }
+    }
+
+    /// Two attributes that swap names, and an entity renamed in v2 whose `renamedFrom` v3
+    /// keeps while v2's new entity of the old name stays: renames that swap names apply;
+    /// the entity's leftover hint does not.
+    @Test("swapped names are followed; an entity's leftover renamedFrom is not")
+    func swappedNamesAndLeftoverEntityRenames() async throws {
+        let v1 = try Schema("Player", version: 1, entities: [
+            Entity("Track", attributes: [Attribute("first", .string), Attribute("second", .string)]),
+        ])
+        let v2 = try Schema("Player", version: 2, entities: [
+            Entity("Song", attributes: [Attribute("first", .string, renamedFrom: "second"), Attribute("second", .string, renamedFrom: "first")],
+                   renamedFrom: "Track"),
+            Entity("Track", attributes: [Attribute("code", .string, optional: true)]),
+        ])
+        let v3 = try Schema("Player", version: 3, entities: [
+            Entity("Song", attributes: [Attribute("first", .string), Attribute("second", .string)], renamedFrom: "Track"),
+            Entity("Track", attributes: [Attribute("code", .string, optional: true), Attribute("plays", .int, default: .int(0))]),
+        ])
+        let directory = TemporaryDirectory("migration-swapped-names")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, [MusicModel.row(v1, "Track", 1, ["first": .string("a"), "second": .string("b")])])
+        let plan = try MigrationPlan(schemas: [v1, v2])
+        let store = try await Store.open(at: path, migratingWith: plan)
+        let commit = ChangeSet(inserted: [MusicModel.row(v2, "Track", store.allocateObjectIDs(for: "Track")[0].number, ["code": .string("x")])])
+        try await store.commit(commit)
+        #expect(store.currentGeneration.object(MusicModel.id("Song", 1))?.values == [.string("b"), .string("a")])
+        await store.close()
+        let later = try MigrationPlan(schemas: [v2, v3])
+        #expect(later.steps[0].changes.map(\.description) == ["Track.plays: added (default 0)"])
+        let migrated = try await Store.open(at: path, migratingWith: later)
+        #expect(migrated.currentGeneration.objects(of: "Song").map(\.values) == [[.string("b"), .string("a")]])
+        #expect(migrated.currentGeneration.objects(of: "Track").map(\.values) == [[.string("x"), .int(0)]])
+        await migrated.close()
+    }
+}

@@ -221,6 +221,61 @@ enum MusicModel {
     }
 }
 
+/// Small stores of a test's own schema, and migrations whose failure is a value.
+enum MigrationFixture {
+    /// Creates a store of `schema` holding `rows` (one transaction).
+    static func makeStore(at path: String, _ schema: Schema, _ rows: [RowImage]) async throws {
+        let store = try Store.create(at: path, schema: schema, configuration: .init(durability: .none))
+        for entity in schema.entities {
+            let count = rows.filter { $0.id.entity == entity.name }.count
+            if count > 0 { _ = store.allocateObjectIDs(for: entity.name, count: count) }
+        }
+        try await store.commit(ChangeSet(author: "fixture", inserted: rows))
+        await store.close()
+    }
+
+    /// Migrates the store at `path` and closes it; the error, if any.
+    static func migrate(_ path: String, _ plan: MigrationPlan) async -> MigrationError? {
+        do throws(MigrationError) {
+            let store = try await Store.open(at: path, migratingWith: plan)
+            await store.close()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Album.songs ↔ Song.album and Album.featured ↔ Song.featuredOn in v1; v2 keeps every
+    /// name, type and destination but pairs them the other way round (a model whose inverses
+    /// were crossed, repaired).
+    static let crossedV1: Schema = try! Schema("Disco", version: 1, entities: [
+        Entity("Album", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true),
+                               Relationship("featured", to: "Song", inverse: "featuredOn", toMany: true)]),
+        Entity("Song", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("album", to: "Album", inverse: "songs"),
+                               Relationship("featuredOn", to: "Album", inverse: "featured")]),
+    ])
+    static let crossedV2: Schema = try! Schema("Disco", version: 2, entities: [
+        Entity("Album", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("songs", to: "Song", inverse: "featuredOn", toMany: true),
+                               Relationship("featured", to: "Song", inverse: "album", toMany: true)]),
+        Entity("Song", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("album", to: "Album", inverse: "featured"),
+                               Relationship("featuredOn", to: "Album", inverse: "songs")]),
+    ])
+    /// Song/1 is on Album/1 and featured on Album/2.
+    static func crossedRows() -> [RowImage] {
+        let s = crossedV1
+        return [
+            MusicModel.row(s, "Album", 1, ["title": .string("A"), "songs": .objects([MusicModel.id("Song", 1)]), "featured": .objects([])]),
+            MusicModel.row(s, "Album", 2, ["title": .string("B"), "songs": .objects([]), "featured": .objects([MusicModel.id("Song", 1)])]),
+            MusicModel.row(s, "Song", 1, ["title": .string("S"), "album": .object(MusicModel.id("Album", 1)),
+                                          "featuredOn": .object(MusicModel.id("Album", 2))]),
+        ]
+    }
+}
+
 /// SongData's model class: its `awakeFromInsert` sets where the object came from.
 final class SongDataModel: ManagedObject {
     override class var entityName: String { "SongData" }
