@@ -81,6 +81,22 @@ struct BoundRequest {
             if path.steps.count == 1, !path.isCount, case .attribute = path.steps[0].kind { return values[path.steps[0].index] }
             return path.resolve(values, reader: reader).first ?? .null
         }
+        if sort.count == 1 {
+            // One sort key (the usual case): each row's key held as a value, not in an array
+            // of one — a million arrays were most of a sorted scan's time.
+            let path = sort[0].path, ascending = sort[0].ascending
+            typealias KeyedOnce = (row: (number: UInt64, values: [Value]), key: Value)
+            func precedesOnce(_ a: KeyedOnce, _ b: KeyedOnce) -> Bool {
+                let order = SortedIndex.compare(a.key, b.key)
+                if order != .orderedSame { return (order == .orderedAscending) == ascending }
+                return a.row.number < b.row.number
+            }
+            let keyed = rows.map { row -> KeyedOnce in (row, key(path, row.values)) }
+            if let limit, offset + limit < keyed.count / 4 {
+                return window(Self.smallest(offset + limit, of: keyed, by: precedesOnce).map(\.row))
+            }
+            return window(keyed.sorted(by: precedesOnce).map(\.row))
+        }
         typealias Keyed = (row: (number: UInt64, values: [Value]), keys: [Value])
         func precedes(_ a: Keyed, _ b: Keyed) -> Bool {
             for (i, sortKey) in sort.enumerated() {
