@@ -76,24 +76,14 @@ struct BoundRequest {
             rows.sort { $0.number < $1.number }
             return window(rows)
         }
-        // A key of the fetched entity itself is read in place; others are followed.
-        func key(_ path: BoundKeyPath, _ values: [Value]) -> Value {
-            if path.steps.count == 1, !path.isCount, case .attribute = path.steps[0].kind { return values[path.steps[0].index] }
-            return path.resolve(values, reader: reader).first ?? .null
-        }
+        func key(_ path: BoundKeyPath, _ values: [Value]) -> Value { sortValue(path, values, reader: reader) }
         if sort.count == 1 {
             // One sort key (the usual case): each row's key held as a value, not in an array
             // of one — a million arrays were most of a sorted scan's time.
-            let path = sort[0].path, ascending = sort[0].ascending
-            typealias KeyedOnce = (row: (number: UInt64, values: [Value]), key: Value)
-            func precedesOnce(_ a: KeyedOnce, _ b: KeyedOnce) -> Bool {
-                let order = SortedIndex.compare(a.key, b.key)
-                if order != .orderedSame { return (order == .orderedAscending) == ascending }
-                return a.row.number < b.row.number
-            }
+            let path = sort[0].path, precedesOnce = precedesByOneKey
             let keyed = rows.map { row -> KeyedOnce in (row, key(path, row.values)) }
-            if let limit, offset + limit < keyed.count / 4 {
-                return window(Self.smallest(offset + limit, of: keyed, by: precedesOnce).map(\.row))
+            if let limit, Self.sum(offset, limit) < keyed.count / 4 {
+                return window(Self.smallest(Self.sum(offset, limit), of: keyed, by: precedesOnce).map(\.row))
             }
             return window(keyed.sorted(by: precedesOnce).map(\.row))
         }
@@ -106,44 +96,55 @@ struct BoundRequest {
             return a.row.number < b.row.number
         }
         let keyed = rows.map { row -> Keyed in (row, sort.map { key($0.path, row.values) }) }
-        if let limit, offset + limit < keyed.count / 4 {
+        if let limit, Self.sum(offset, limit) < keyed.count / 4 {
             // Top N: keep the first `offset + limit` in a bounded max-heap instead of sorting all.
-            return window(Self.smallest(offset + limit, of: keyed, by: precedes).map(\.row))
+            return window(Self.smallest(Self.sum(offset, limit), of: keyed, by: precedes).map(\.row))
         }
         return window(keyed.sorted(by: precedes).map(\.row))
     }
 
+    /// A row with its one sort key's value.
+    typealias KeyedOnce = (row: (number: UInt64, values: [Value]), key: Value)
+
+    /// The order of rows sorted by one key (the request's only one), ties by object number.
+    func precedesByOneKey(_ a: KeyedOnce, _ b: KeyedOnce) -> Bool {
+        let order = SortedIndex.compare(a.key, b.key)
+        if order != .orderedSame { return (order == .orderedAscending) == sort[0].ascending }
+        return a.row.number < b.row.number
+    }
+
+    /// A sort key's value for a row: a key of the fetched entity itself is read in place;
+    /// others are followed.
+    func sortValue(_ path: BoundKeyPath, _ values: [Value], reader: some RowReader) -> Value {
+        if path.steps.count == 1, !path.isCount, case .attribute = path.steps[0].kind { return values[path.steps[0].index] }
+        return path.resolve(values, reader: reader).first ?? .null
+    }
+
+    /// For a request sorted by one key with a limit: the matches in order and windowed, from
+    /// rows `scan` offers one at a time to a bounded heap, so that only the rows kept are
+    /// held (collecting every match first held a million rows to keep fifty). `nil` for
+    /// other requests.
+    func orderedTop(reader: some RowReader, scan: ((UInt64, [Value]) -> Void) -> Void) -> [(number: UInt64, values: [Value])]? {
+        guard sort.count == 1, let limit else { return nil }
+        let path = sort[0].path
+        var kept = BoundedHeap<KeyedOnce>(keeping: Self.sum(offset, limit), by: precedesByOneKey)
+        scan { number, values in
+            if matches(values, reader: reader) { kept.offer(((number, values), sortValue(path, values, reader: reader))) }
+        }
+        return window(kept.sorted().map(\.row))
+    }
+
+    /// `offset + limit`, or `Int.max` where that overflows (a limit of `Int.max` means all).
+    static func sum(_ offset: Int, _ limit: Int) -> Int {
+        let (sum, overflow) = offset.addingReportingOverflow(limit)
+        return overflow ? Int.max : sum
+    }
+
     /// The `count` first elements in `precedes` order, sorted (a bounded binary max-heap).
-    static func smallest<T>(_ count: Int, of elements: [T], by precedes: (T, T) -> Bool) -> [T] {
-        guard count > 0 else { return [] }
-        var heap: [T] = []
-        heap.reserveCapacity(count)
-        func siftDown(_ start: Int) {
-            var i = start
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var largest = i
-                if l < heap.count, precedes(heap[largest], heap[l]) { largest = l }
-                if r < heap.count, precedes(heap[largest], heap[r]) { largest = r }
-                if largest == i { return }
-                heap.swapAt(i, largest)
-                i = largest
-            }
-        }
-        for element in elements {
-            if heap.count < count {
-                heap.append(element)
-                var i = heap.count - 1
-                while i > 0, precedes(heap[(i - 1) / 2], heap[i]) {
-                    heap.swapAt(i, (i - 1) / 2)
-                    i = (i - 1) / 2
-                }
-            } else if precedes(element, heap[0]) {
-                heap[0] = element
-                siftDown(0)
-            }
-        }
-        return heap.sorted(by: precedes)
+    static func smallest<T>(_ count: Int, of elements: [T], by precedes: @escaping (T, T) -> Bool) -> [T] {
+        var kept = BoundedHeap(keeping: count, by: precedes)
+        for element in elements { kept.offer(element) }
+        return kept.sorted()
     }
 
     /// How many of `count` matches the window keeps.
@@ -154,7 +155,48 @@ struct BoundRequest {
 
     func window<T>(_ rows: [T]) -> [T] {
         let start = min(offset, rows.count)
-        let end = limit.map { min(rows.count, start + $0) } ?? rows.count
+        let end = limit.map { start + min(rows.count - start, $0) } ?? rows.count  // no overflow for a limit of Int.max
         return Array(rows[start..<end])
     }
+}
+
+/// The `count` first of the elements offered, in `precedes` order: a bounded binary
+/// max-heap whose top is the last element kept.
+struct BoundedHeap<T> {
+    private var heap: [T] = []
+    private let count: Int
+    private let precedes: (T, T) -> Bool
+
+    init(keeping count: Int, by precedes: @escaping (T, T) -> Bool) {
+        self.count = count
+        self.precedes = precedes
+        heap.reserveCapacity(min(count, 1 << 16))
+    }
+
+    mutating func offer(_ element: T) {
+        guard count > 0 else { return }
+        if heap.count < count {
+            heap.append(element)
+            var i = heap.count - 1
+            while i > 0, precedes(heap[(i - 1) / 2], heap[i]) {
+                heap.swapAt(i, (i - 1) / 2)
+                i = (i - 1) / 2
+            }
+        } else if precedes(element, heap[0]) {
+            heap[0] = element
+            var i = 0
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var largest = i
+                if l < heap.count, precedes(heap[largest], heap[l]) { largest = l }
+                if r < heap.count, precedes(heap[largest], heap[r]) { largest = r }
+                if largest == i { break }
+                heap.swapAt(i, largest)
+                i = largest
+            }
+        }
+    }
+
+    /// The elements kept, in order.
+    func sorted() -> [T] { heap.sorted(by: precedes) }
 }

@@ -28,6 +28,7 @@ extension Generation {
     ///   a sorted page read from an index skip reading the rows.
     func matches(_ bound: BoundRequest, values: Bool = true) -> [(number: UInt64, values: [Value])] {
         if let ordered = orderedByIndex(bound, values: values) { return ordered }
+        if let top = bound.orderedTop(reader: self, scan: { forEachCandidate(bound, $0) }) { return top }
         var rows: [(number: UInt64, values: [Value])] = []
         forEachCandidate(bound) { number, values in
             if bound.matches(values, reader: self) { rows.append((number, values)) }
@@ -168,7 +169,7 @@ extension Generation {
             indexedCandidates(bound) == nil
         else { return nil }
         guard let index = orderedIndex(entity: bound.entity, attribute: first.path.steps[0].index) else { return nil }
-        let needed = bound.offset + limit
+        let needed = BoundRequest.sum(bound.offset, limit)
         if !values, windowed, bound.predicate == nil, bound.sort.count == 1 {
             var found: [(number: UInt64, key: Value)] = []
             index.forEach(descending: !first.ascending) { number, key in
