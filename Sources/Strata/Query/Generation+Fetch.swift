@@ -18,9 +18,31 @@ extension Generation {
     public func count(for request: FetchRequest) throws(StoreError) -> Int {
         let bound = try BoundRequest(request, schema: schema)
         if bound.predicate == nil { return bound.windowCount(tables[bound.entity].count) }
+        if let counted = countFromIndex(bound) { return bound.windowCount(counted) }
         var count = 0
         forEachCandidate(bound) { _, values in if bound.matches(values, reader: self) { count += 1 } }
         return bound.windowCount(count)
+    }
+
+    /// The number of matches an index gives by itself, without reading a row: for a
+    /// predicate that is one equality between an indexed attribute and a value of its type,
+    /// with no string options — not a double, since NaN equals nothing yet has its place in
+    /// the index. (Reading every candidate row made an indexed count six times SQLite's.)
+    func countFromIndex(_ bound: BoundRequest) -> Int? {
+        guard case .comparison(let comparison)? = bound.predicate?.root, comparison.op == .equal, comparison.quantifier == nil,
+              comparison.options.isEmpty, case .key(let path) = comparison.left, let attribute = path.ownIndex,
+              case .attribute(let type) = path.steps[0].kind, type != .double,
+              case .value(let literal) = comparison.right, literal.attributeType == type,
+              hasOrderedIndex(entity: bound.entity, attribute: attribute),
+              let index = orderedIndex(entity: bound.entity, attribute: attribute)
+        else { return nil }
+        var count = 0
+        let edge = SortedIndex.Bound(value: literal, inclusive: true)
+        index.forEach(from: edge, to: edge) { _, _ in
+            count += 1
+            return true
+        }
+        return count
     }
 
     /// Matching rows, ordered and windowed.
