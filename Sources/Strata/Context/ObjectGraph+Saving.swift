@@ -177,7 +177,9 @@ extension ObjectGraph {
     /// Makes the saved objects clean, based on what was saved: the committed rows (a save
     /// to the store, whose merge policy may have kept other values) or the values sent (a
     /// save to the parent). Objects changed while the save was in flight keep those changes.
-    func finishSave(_ capture: SaveCapture, committed: Generation?) {
+    /// `held`: for a save to the parent, the values it holds of the objects updated (its
+    /// merge policy may have kept its own, a to-many list it changed too is merged).
+    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) {
         func rebase(_ object: ManagedObject, sent: [Value]) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
@@ -237,7 +239,7 @@ extension ObjectGraph {
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
-            rebase(object, sent: sent)
+            rebase(object, sent: held[update.id] ?? sent)
         }
         for object in capture.deleted where object.lifecycle == .deleted {
             if let committed, let row = committed.object(object.objectID) {
@@ -281,7 +283,13 @@ extension ObjectGraph {
 
     /// Applies a child context's save as pending changes of this context. Checks
     /// everything first: a refused save changes nothing.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID]) {
+    /// - Returns: what was applied (the did-save: only the keys written, with the values this
+    /// context now holds — a merged to-many list, not the child's), the conflicts resolved,
+    /// the objects the delete rules took beyond the child's deletions, and the values this
+    /// context holds of every object the child updated, which the child takes.
+    func applyChildSave(_ save: ChildSave) throws(StoreError)
+        -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]])
+    {
         for row in save.inserted where registered[row.id] != nil {
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
@@ -318,6 +326,7 @@ extension ObjectGraph {
         // them (a pending insert in a cascaded list, a new reference to nullify) follow the
         // deletion here as they would have in the child.
         let (deletedBefore, insertedBefore) = (deleted, inserted)
+        let notedBefore = pendingNotification.updated
         for id in save.deleted {
             let object = self.object(with: id)
             load(object)
@@ -326,10 +335,26 @@ extension ObjectGraph {
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(save.deleted)
         let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
-        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
-                              deleted: save.deleted, changedKeys: changedKeys, values: values)
+        // What the rules changed (references nullified): part of what was applied, which
+        // the child's siblings merge.
+        var updatedIDs = updates.map(\.update.id)
+        for (id, keys) in pendingNotification.updated where keys != notedBefore[id] {
+            guard let object = registered[id], object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            if changedKeys[id] == nil { updatedIDs.append(id) }
+            changedKeys[id] = Array(Set(changedKeys[id] ?? []).union(keys)).sorted()
+            values[id] = object.storage
+        }
+        // Read again: the rules may have changed the child's updated objects too.
+        for (object, update) in updates { values[update.id] = object.storage }
+        let gone = Set(alsoDeleted)
+        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id).filter { !gone.contains($0) },
+                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: save.deleted + alsoDeleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
-        return (didSave, resolved, alsoDeleted)
+        var held: [ObjectID: [Value]] = [:]
+        for (object, update) in zip(updatedObjects, save.updated) {
+            if let object, object.lifecycle == .persistent || object.lifecycle == .inserted { held[update.id] = object.storage }
+        }
+        return (didSave, resolved, alsoDeleted, held)
     }
 
     /// The child's updates as they apply here: keys this context changed since the child
