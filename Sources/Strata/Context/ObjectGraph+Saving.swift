@@ -618,6 +618,9 @@ extension ObjectGraph {
                               dropped: inout [DroppedRelationship]) -> [Conflict] {
         let base = object.base ?? theirs
         let entity = schema.entities[object.entityIndex]
+        // What the object showed before the merge: a to-many list merges into storage below,
+        // and that is a change to report too.
+        let before = object.storage
         var conflicting: [Int] = []
         for index in object.changedKeys.sorted() where theirs[index] != base[index] {
             if relationships[object.entityIndex][index]?.isToMany == true {
@@ -640,7 +643,8 @@ extension ObjectGraph {
                 for index in theirs.indices where !object.changedKeys.contains(index) { object.storage[index] = theirs[index] }
                 object.mergedRowInConflict = (theirs, version)
                 noteChanged(object)
-                pendingNotification.refreshed.insert(object.objectID)
+                // Keeping every value shown here (only the base moved) shows nothing new.
+                if object.storage != before { pendingNotification.refreshed.insert(object.objectID) }
                 return conflicts
             }
             keepOurs = object.changedKeys
@@ -653,7 +657,7 @@ extension ObjectGraph {
         }
         var values = theirs
         for index in keepOurs { values[index] = object.storage[index] }
-        let valuesChanged = values != object.storage
+        let valuesChanged = values != before
         for index in object.changedKeys.subtracting(keepOurs) {
             guard let info = relationships[object.entityIndex][index], object.storage[index] != values[index] else { continue }
             let ours = Self.targets(object.storage[index]), theirs = Self.targets(values[index])
