@@ -569,6 +569,8 @@ final class ObjectGraph {
             deleted.insert(object.objectID)
             object.lifecycle = .deleted
             pendingNotification.deleted.insert(object.objectID)
+            // Reported as deleted only, whatever changed it earlier in the turn.
+            pendingNotification.updated.removeValue(forKey: object.objectID)
         }
         for (index, info) in relationships[object.entityIndex].enumerated() {
             guard let info else { continue }
@@ -735,6 +737,12 @@ final class ObjectGraph {
         updated = []
         deleted = []
         pendingUniques = [:]
+        // Every object is invalidated: what this turn did to them before is moot.
+        pendingNotification.inserted = []
+        pendingNotification.updated = [:]
+        pendingNotification.deleted = []
+        pendingNotification.refreshed = []
+        pendingNotification.invalidated = []
         pendingNotification.invalidatedAll = true
     }
 
@@ -746,6 +754,10 @@ final class ObjectGraph {
             case .inserted, .discarded:
                 object.lifecycle = .deletedElsewhere
                 unregister(object.objectID)
+                // Inserted in this turn: never announced, so it is not announced now either
+                // (invalidated still, for anything that looked it up).
+                pendingNotification.inserted.remove(object.objectID)
+                pendingNotification.updated.removeValue(forKey: object.objectID)
                 pendingNotification.invalidated.insert(object.objectID)
             case .persistent, .deleted:
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
@@ -768,6 +780,9 @@ final class ObjectGraph {
                 object.lifecycle = .persistent
                 setTracking(object)
                 touch(object)
+                // Its values go back: refreshed, not (also) deleted or updated in this turn.
+                pendingNotification.deleted.remove(object.objectID)
+                pendingNotification.updated.removeValue(forKey: object.objectID)
                 pendingNotification.refreshed.insert(object.objectID)
             case .deletedElsewhere:
                 continue
