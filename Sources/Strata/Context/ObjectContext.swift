@@ -392,11 +392,15 @@ extension ObjectContext {
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)
-                if var save = result.notification.map(DidSave.init) {
+                guard var save = result.notification.map(DidSave.init) else {
+                    // The merge policy dropped every change: nothing was written, and the
+                    // generation's transaction is another context's.
+                    var save = DidSave(transaction: nil, author: name)
                     save.origin = origin
                     return save
                 }
-                return graph.didSave(of: capture, transaction: result.transaction, author: name, origin: origin)
+                save.origin = origin
+                return save
             }
             advancePin(to: result.generation)
         }

@@ -262,23 +262,6 @@ extension ObjectGraph {
         forgetSavedUniques(capture)
     }
 
-    /// The did-save value of a captured save.
-    func didSave(of capture: SaveCapture, transaction: UInt64?, author: String, origin: ObjectIdentifier) -> DidSave {
-        var changedKeys: [ObjectID: [String]] = [:]
-        var values: [ObjectID: [Value]] = [:]
-        for row in capture.insertedRows { values[row.id] = row.values }
-        for (object, update) in zip(capture.updated, capture.updates) {
-            let entity = schema.entities[object.entityIndex]
-            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
-            values[update.id] = object.base ?? update.baseValues
-        }
-        var save = DidSave(transaction: transaction, author: author, inserted: capture.insertedRows.map(\.id),
-                           updated: capture.updates.map(\.id), deleted: capture.deleted.map(\.objectID),
-                           changedKeys: changedKeys, values: values)
-        save.origin = origin
-        return save
-    }
-
     // MARK: - Applying a child's save
 
     /// Applies a child context's save as pending changes of this context. Checks
