@@ -204,6 +204,7 @@ extension ObjectGraph {
                 // from before the save, which took it out of `changedKeys`.)
                 var newBase = values
                 let mergedNewer = object.baseVersion > version
+                let shown = object.storage
                 for index in newBase.indices where !object.changedKeys.contains(index) {
                     if mergedNewer {
                         newBase[index] = object.storage[index]
@@ -217,6 +218,8 @@ extension ObjectGraph {
                 object.changedKeys = object.changedKeys.union(setDuringSave).filter { object.storage[$0] != newBase[$0] }
                 setTracking(object)
                 noteChanged(object)
+                // Keys it had rolled back (or refreshed) take the saved values: a change to see.
+                if object.storage != shown { pendingNotification.refreshed.insert(object.objectID) }
                 return
             }
             object.base = values
