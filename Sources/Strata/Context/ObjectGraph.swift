@@ -752,13 +752,15 @@ final class ObjectGraph {
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:
+                let wasShown = object.lifecycle == .inserted
                 object.lifecycle = .deletedElsewhere
                 unregister(object.objectID)
                 // Inserted in this turn: never announced, so it is not announced now either
-                // (invalidated still, for anything that looked it up).
+                // (invalidated still, for anything that looked it up). One deleted already
+                // was announced gone then, or never.
                 pendingNotification.inserted.remove(object.objectID)
                 pendingNotification.updated.removeValue(forKey: object.objectID)
-                pendingNotification.invalidated.insert(object.objectID)
+                if wasShown { pendingNotification.invalidated.insert(object.objectID) }
             case .persistent, .deleted:
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
                       object.base != nil else { continue }
