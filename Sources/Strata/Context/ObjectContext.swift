@@ -156,8 +156,7 @@ public actor ObjectContext {
     /// Posts objects-did-change for the changes since the last call, and publishes the
     /// pending changes to child contexts. Called at the end of every turn of work.
     public func processPendingChanges() {
-        let notification = graph.pendingNotification
-        graph.pendingNotification = ObjectsDidChange()
+        let notification = graph.takePendingNotification()
         link.measure(.processPendingChanges, objects: { (_: Void) in notification.updated.count + notification.inserted.count }) {
             let layer = graph.updateLayer()
             link.published.withLock { $0 = layer }

@@ -29,6 +29,9 @@ final class ObjectGraph {
     private var unpublished: Set<ObjectID> = []
     /// What changed since the last objects-did-change notification.
     var pendingNotification = ObjectsDidChange()
+    /// The value each key reported updated had when first set in this turn: a key set back
+    /// to it by the end of the turn changed nothing anyone saw, and is not reported.
+    private var shownBeforeTurn: [ObjectID: [Int: Value]] = [:]
     /// This context's pending changes as published to its children.
     private(set) var layer: PendingLayer
     /// The layer of a context with no pending changes.
@@ -392,6 +395,12 @@ final class ObjectGraph {
 
     /// Sets a value with no checks and no inverse maintenance, tracking the change.
     func setPrimitive(_ object: ManagedObject, index: Int, value: Value) {
+        // (Not for an object inserted in this turn: it is reported as inserted.)
+        if object.lifecycle == .persistent || (object.lifecycle == .inserted && !pendingNotification.inserted.contains(object.objectID)),
+            shownBeforeTurn[object.objectID]?[index] == nil
+        {
+            shownBeforeTurn[object.objectID, default: [:]][index] = object.storage[index]
+        }
         object.storage[index] = value
         object.keysSetDuringSave?.insert(index)
         switch object.lifecycle {
@@ -614,6 +623,23 @@ final class ObjectGraph {
     }
 
     // MARK: - Publishing
+
+    /// The changes to post at the end of a turn, less keys set back to the value they had
+    /// when the turn began; starts the next turn's.
+    func takePendingNotification() -> ObjectsDidChange {
+        var notification = pendingNotification
+        pendingNotification = ObjectsDidChange()
+        for (id, keys) in notification.updated {
+            guard let shown = shownBeforeTurn[id], let object = registered[id], object.isLoaded else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            let unchanged = shown.filter { object.storage[$0.key] == $0.value }.map { names[$0.key] }
+            guard !unchanged.isEmpty else { continue }
+            let left = keys.subtracting(unchanged)
+            notification.updated[id] = left.isEmpty ? nil : left
+        }
+        shownBeforeTurn = [:]
+        return notification
+    }
 
     /// Brings the layer children read up to date with the objects changed since the last
     /// call, and returns it.
