@@ -156,8 +156,7 @@ public actor ObjectContext {
     /// Posts objects-did-change for the changes since the last call, and publishes the
     /// pending changes to child contexts. Called at the end of every turn of work.
     public func processPendingChanges() {
-        let notification = graph.pendingNotification
-        graph.pendingNotification = ObjectsDidChange()
+        let notification = graph.takePendingNotification()
         link.measure(.processPendingChanges, objects: { (_: Void) in notification.updated.count + notification.inserted.count }) {
             let layer = graph.updateLayer()
             link.published.withLock { $0 = layer }
@@ -375,9 +374,11 @@ extension ObjectContext {
             let applied = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
             resolved = applied.resolved
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
-                graph.finishSave(capture, committed: nil)
+                // The saved objects take what the parent holds, and the did-save says what
+                // it applied: its merge policy may have kept its own values.
+                graph.finishSave(capture, committed: nil, held: applied.held)
                 graph.markDeletedElsewhere(resolved.filter { $0.key == nil }.map(\.object) + applied.alsoDeleted)
-                return graph.didSave(of: capture, transaction: nil, author: name, origin: origin)
+                return applied.didSave
             }
         } else {
             let changes = capture.changeSet(author: name, mergePolicy: policy, origin: origin)
@@ -390,11 +391,15 @@ extension ObjectContext {
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 graph.finishSave(capture, committed: result.generation)
-                if var save = result.notification.map(DidSave.init) {
+                guard var save = result.notification.map(DidSave.init) else {
+                    // The merge policy dropped every change: nothing was written, and the
+                    // generation's transaction is another context's.
+                    var save = DidSave(transaction: nil, author: name)
                     save.origin = origin
                     return save
                 }
-                return graph.didSave(of: capture, transaction: result.transaction, author: name, origin: origin)
+                save.origin = origin
+                return save
             }
             advancePin(to: result.generation)
         }
@@ -406,18 +411,20 @@ extension ObjectContext {
         return didSave.transaction
     }
 
-    /// Applies a child's save as this context's pending changes; returns the conflicts the
-    /// child's merge policy resolved.
-    /// Also returns the objects the save's deletions took with them here beyond those the
-    /// child deleted (this context's delete rules, over what it holds).
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (resolved: [Conflict], alsoDeleted: [ObjectID]) {
+    /// Applies a child's save as this context's pending changes; returns what was applied,
+    /// the conflicts the child's merge policy resolved, the objects the save's deletions took
+    /// with them here beyond those the child deleted (this context's delete rules, over what
+    /// it holds), and this context's values of the objects the child updated.
+    func applyChildSave(_ save: ChildSave) throws(StoreError)
+        -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]])
+    {
         let applied = try link.measure(.applyChildSave, objects: { $0.didSave.inserted.count + $0.didSave.updated.count + $0.didSave.deleted.count }) {
-            () throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID]) in
+            () throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]]) in
             try graph.applyChildSave(save)
         }
         processPendingChanges()
         link.changes.yield(applied.didSave)
-        return (applied.resolved, applied.alsoDeleted)
+        return applied
     }
 
     private func acquireSaveTurn() async {

@@ -177,7 +177,9 @@ extension ObjectGraph {
     /// Makes the saved objects clean, based on what was saved: the committed rows (a save
     /// to the store, whose merge policy may have kept other values) or the values sent (a
     /// save to the parent). Objects changed while the save was in flight keep those changes.
-    func finishSave(_ capture: SaveCapture, committed: Generation?) {
+    /// `held`: for a save to the parent, the values it holds of the objects updated (its
+    /// merge policy may have kept its own, a to-many list it changed too is merged).
+    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) {
         func rebase(_ object: ManagedObject, sent: [Value]) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
@@ -202,6 +204,7 @@ extension ObjectGraph {
                 // from before the save, which took it out of `changedKeys`.)
                 var newBase = values
                 let mergedNewer = object.baseVersion > version
+                let shown = object.storage
                 for index in newBase.indices where !object.changedKeys.contains(index) {
                     if mergedNewer {
                         newBase[index] = object.storage[index]
@@ -215,6 +218,8 @@ extension ObjectGraph {
                 object.changedKeys = object.changedKeys.union(setDuringSave).filter { object.storage[$0] != newBase[$0] }
                 setTracking(object)
                 noteChanged(object)
+                // Keys it had rolled back (or refreshed) take the saved values: a change to see.
+                if object.storage != shown { pendingNotification.refreshed.insert(object.objectID) }
                 return
             }
             object.base = values
@@ -237,7 +242,7 @@ extension ObjectGraph {
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
-            rebase(object, sent: sent)
+            rebase(object, sent: held[update.id] ?? sent)
         }
         for object in capture.deleted where object.lifecycle == .deleted {
             if let committed, let row = committed.object(object.objectID) {
@@ -260,28 +265,17 @@ extension ObjectGraph {
         forgetSavedUniques(capture)
     }
 
-    /// The did-save value of a captured save.
-    func didSave(of capture: SaveCapture, transaction: UInt64?, author: String, origin: ObjectIdentifier) -> DidSave {
-        var changedKeys: [ObjectID: [String]] = [:]
-        var values: [ObjectID: [Value]] = [:]
-        for row in capture.insertedRows { values[row.id] = row.values }
-        for (object, update) in zip(capture.updated, capture.updates) {
-            let entity = schema.entities[object.entityIndex]
-            changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
-            values[update.id] = object.base ?? update.baseValues
-        }
-        var save = DidSave(transaction: transaction, author: author, inserted: capture.insertedRows.map(\.id),
-                           updated: capture.updates.map(\.id), deleted: capture.deleted.map(\.objectID),
-                           changedKeys: changedKeys, values: values)
-        save.origin = origin
-        return save
-    }
-
     // MARK: - Applying a child's save
 
     /// Applies a child context's save as pending changes of this context. Checks
     /// everything first: a refused save changes nothing.
-    func applyChildSave(_ save: ChildSave) throws(StoreError) -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID]) {
+    /// - Returns: what was applied (the did-save: only the keys written, with the values this
+    /// context now holds — a merged to-many list, not the child's), the conflicts resolved,
+    /// the objects the delete rules took beyond the child's deletions, and the values this
+    /// context holds of every object the child updated, which the child takes.
+    func applyChildSave(_ save: ChildSave) throws(StoreError)
+        -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]])
+    {
         for row in save.inserted where registered[row.id] != nil {
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
@@ -318,6 +312,7 @@ extension ObjectGraph {
         // them (a pending insert in a cascaded list, a new reference to nullify) follow the
         // deletion here as they would have in the child.
         let (deletedBefore, insertedBefore) = (deleted, inserted)
+        let notedBefore = pendingNotification.updated
         for id in save.deleted {
             let object = self.object(with: id)
             load(object)
@@ -326,10 +321,26 @@ extension ObjectGraph {
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(save.deleted)
         let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
-        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id), updated: updates.map(\.update.id),
-                              deleted: save.deleted, changedKeys: changedKeys, values: values)
+        // What the rules changed (references nullified): part of what was applied, which
+        // the child's siblings merge.
+        var updatedIDs = updates.map(\.update.id)
+        for (id, keys) in pendingNotification.updated where keys != notedBefore[id] {
+            guard let object = registered[id], object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            if changedKeys[id] == nil { updatedIDs.append(id) }
+            changedKeys[id] = Array(Set(changedKeys[id] ?? []).union(keys)).sorted()
+            values[id] = object.storage
+        }
+        // Read again: the rules may have changed the child's updated objects too.
+        for (object, update) in updates { values[update.id] = object.storage }
+        let gone = Set(alsoDeleted)
+        var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id).filter { !gone.contains($0) },
+                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: save.deleted + alsoDeleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
-        return (didSave, resolved, alsoDeleted)
+        var held: [ObjectID: [Value]] = [:]
+        for (object, update) in zip(updatedObjects, save.updated) {
+            if let object, object.lifecycle == .persistent || object.lifecycle == .inserted { held[update.id] = object.storage }
+        }
+        return (didSave, resolved, alsoDeleted, held)
     }
 
     /// The child's updates as they apply here: keys this context changed since the child
@@ -593,6 +604,9 @@ extension ObjectGraph {
                               dropped: inout [DroppedRelationship]) -> [Conflict] {
         let base = object.base ?? theirs
         let entity = schema.entities[object.entityIndex]
+        // What the object showed before the merge: a to-many list merges into storage below,
+        // and that is a change to report too.
+        let before = object.storage
         var conflicting: [Int] = []
         for index in object.changedKeys.sorted() where theirs[index] != base[index] {
             if relationships[object.entityIndex][index]?.isToMany == true {
@@ -615,7 +629,8 @@ extension ObjectGraph {
                 for index in theirs.indices where !object.changedKeys.contains(index) { object.storage[index] = theirs[index] }
                 object.mergedRowInConflict = (theirs, version)
                 noteChanged(object)
-                pendingNotification.refreshed.insert(object.objectID)
+                // Keeping every value shown here (only the base moved) shows nothing new.
+                if object.storage != before { pendingNotification.refreshed.insert(object.objectID) }
                 return conflicts
             }
             keepOurs = object.changedKeys
@@ -628,7 +643,7 @@ extension ObjectGraph {
         }
         var values = theirs
         for index in keepOurs { values[index] = object.storage[index] }
-        let valuesChanged = values != object.storage
+        let valuesChanged = values != before
         for index in object.changedKeys.subtracting(keepOurs) {
             guard let info = relationships[object.entityIndex][index], object.storage[index] != values[index] else { continue }
             let ours = Self.targets(object.storage[index]), theirs = Self.targets(values[index])

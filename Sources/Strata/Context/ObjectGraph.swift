@@ -29,6 +29,9 @@ final class ObjectGraph {
     private var unpublished: Set<ObjectID> = []
     /// What changed since the last objects-did-change notification.
     var pendingNotification = ObjectsDidChange()
+    /// The value each key reported updated had when first set in this turn: a key set back
+    /// to it by the end of the turn changed nothing anyone saw, and is not reported.
+    private var shownBeforeTurn: [ObjectID: [Int: Value]] = [:]
     /// This context's pending changes as published to its children.
     private(set) var layer: PendingLayer
     /// The layer of a context with no pending changes.
@@ -392,6 +395,12 @@ final class ObjectGraph {
 
     /// Sets a value with no checks and no inverse maintenance, tracking the change.
     func setPrimitive(_ object: ManagedObject, index: Int, value: Value) {
+        // (Not for an object inserted in this turn: it is reported as inserted.)
+        if object.lifecycle == .persistent || (object.lifecycle == .inserted && !pendingNotification.inserted.contains(object.objectID)),
+            shownBeforeTurn[object.objectID]?[index] == nil
+        {
+            shownBeforeTurn[object.objectID, default: [:]][index] = object.storage[index]
+        }
         object.storage[index] = value
         object.keysSetDuringSave?.insert(index)
         switch object.lifecycle {
@@ -569,6 +578,8 @@ final class ObjectGraph {
             deleted.insert(object.objectID)
             object.lifecycle = .deleted
             pendingNotification.deleted.insert(object.objectID)
+            // Reported as deleted only, whatever changed it earlier in the turn.
+            pendingNotification.updated.removeValue(forKey: object.objectID)
         }
         for (index, info) in relationships[object.entityIndex].enumerated() {
             guard let info else { continue }
@@ -612,6 +623,23 @@ final class ObjectGraph {
     }
 
     // MARK: - Publishing
+
+    /// The changes to post at the end of a turn, less keys set back to the value they had
+    /// when the turn began; starts the next turn's.
+    func takePendingNotification() -> ObjectsDidChange {
+        var notification = pendingNotification
+        pendingNotification = ObjectsDidChange()
+        for (id, keys) in notification.updated {
+            guard let shown = shownBeforeTurn[id], let object = registered[id], object.isLoaded else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            let unchanged = shown.filter { object.storage[$0.key] == $0.value }.map { names[$0.key] }
+            guard !unchanged.isEmpty else { continue }
+            let left = keys.subtracting(unchanged)
+            notification.updated[id] = left.isEmpty ? nil : left
+        }
+        shownBeforeTurn = [:]
+        return notification
+    }
 
     /// Brings the layer children read up to date with the objects changed since the last
     /// call, and returns it.
@@ -735,6 +763,12 @@ final class ObjectGraph {
         updated = []
         deleted = []
         pendingUniques = [:]
+        // Every object is invalidated: what this turn did to them before is moot.
+        pendingNotification.inserted = []
+        pendingNotification.updated = [:]
+        pendingNotification.deleted = []
+        pendingNotification.refreshed = []
+        pendingNotification.invalidated = []
         pendingNotification.invalidatedAll = true
     }
 
@@ -744,9 +778,15 @@ final class ObjectGraph {
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:
+                let wasShown = object.lifecycle == .inserted
                 object.lifecycle = .deletedElsewhere
                 unregister(object.objectID)
-                pendingNotification.invalidated.insert(object.objectID)
+                // Inserted in this turn: never announced, so it is not announced now either
+                // (invalidated still, for anything that looked it up). One deleted already
+                // was announced gone then, or never.
+                pendingNotification.inserted.remove(object.objectID)
+                pendingNotification.updated.removeValue(forKey: object.objectID)
+                if wasShown { pendingNotification.invalidated.insert(object.objectID) }
             case .persistent, .deleted:
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
                       object.base != nil else { continue }
@@ -768,6 +808,9 @@ final class ObjectGraph {
                 object.lifecycle = .persistent
                 setTracking(object)
                 touch(object)
+                // Its values go back: refreshed, not (also) deleted or updated in this turn.
+                pendingNotification.deleted.remove(object.objectID)
+                pendingNotification.updated.removeValue(forKey: object.objectID)
                 pendingNotification.refreshed.insert(object.objectID)
             case .deletedElsewhere:
                 continue

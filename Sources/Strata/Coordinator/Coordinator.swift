@@ -49,6 +49,10 @@ public actor Coordinator {
         store.whenClosed { [weak saves] in saves?.finish() }
     }
 
+    // Nothing can commit through a coordinator that is gone: its subscribers must not wait
+    // for the store to close.
+    deinit { saves.finish() }
+
     /// The schema of the store.
     public nonisolated var schema: Schema { store.schema }
 
@@ -72,7 +76,7 @@ public actor Coordinator {
     }
 
     /// Every transaction committed through this coordinator from now on, in order; the
-    /// stream ends when the store closes.
+    /// stream ends when the store closes or the coordinator goes away.
     public nonisolated func didSave() -> AsyncStream<CommitNotification> { saves.subscribe() }
 
     // MARK: - Fetching against a pinned generation
