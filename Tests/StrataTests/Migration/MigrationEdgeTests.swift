@@ -174,12 +174,7 @@ import Testing
     /// as the store's integrity check would, and nothing is written.
     @Test("a custom step that lists an object twice in a to-many relationship fails validation")
     func duplicateTargetsInAToManyRelationshipAreRefused() async throws {
-        let v1 = try Schema("Disc", version: 1, entities: [
-            Entity("Album", attributes: [Attribute("title", .string)],
-                   relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
-            Entity("Song", attributes: [Attribute("title", .string)],
-                   relationships: [Relationship("album", to: "Album", inverse: "songs")]),
-        ])
+        let v1 = MusicModel.disc
         let v2 = try Schema("Disc", version: 2, entities: [
             Entity("Album", attributes: [Attribute("title", .string), Attribute("note", .string, optional: true)],
                    relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),

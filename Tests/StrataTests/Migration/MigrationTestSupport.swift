@@ -10,6 +10,14 @@ import Testing
 ///   (default 2000), Album.songs renamed tracks, Artist.styles added, Artist.name made optional.
 /// - v3 (custom): Song split into Song + SongData (lyrics), linked by the shared songID.
 enum MusicModel {
+    /// Albums and their songs, titled: the smallest model with a to-many relationship and
+    /// its inverse, for migration edge cases.
+    static let disc: Schema = try! Schema("Disc", version: 1, entities: [
+        Entity("Album", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
+        Entity("Song", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+    ])
     static let v1: Schema = try! Schema("Music", version: 1, entities: [
         Entity("Artist",
                attributes: [Attribute("artistID", .int, unique: true), Attribute("name", .string)],
