@@ -430,12 +430,24 @@ extension ObjectGraph {
     // MARK: - Merging
 
     /// A to-many list changed on both sides, merged element by element: their list, less
-    /// what ours removed from the base, plus what ours added (in our order).
+    /// what ours removed from the base, plus what ours added (in our order) — unless ours
+    /// reordered the list and theirs did not: then our order stands, less what theirs
+    /// removed, plus what theirs added (in their order). (Their order always won, so a merge
+    /// undid a reorder this side had pending.)
     static func mergeLists(base: Value, ours: Value, theirs: Value) -> Value {
-        let ours = targets(ours)
-        let before = Set(targets(base))
-        let removedByUs = before.subtracting(ours)
-        var merged = targets(theirs).filter { !removedByUs.contains($0) }
+        let base = targets(base), ours = targets(ours), theirs = targets(theirs)
+        let before = Set(base), ourSet = Set(ours), theirSet = Set(theirs)
+        func reordered(_ list: [ObjectID], _ kept: Set<ObjectID>) -> Bool {
+            !list.filter { before.contains($0) }.elementsEqual(base.filter { kept.contains($0) })
+        }
+        if reordered(ours, ourSet), !reordered(theirs, theirSet) {
+            let removedByThem = before.subtracting(theirSet)
+            var merged = ours.filter { !removedByThem.contains($0) }
+            for id in theirs where !before.contains(id) && !ourSet.contains(id) { merged.append(id) }
+            return .objects(merged)
+        }
+        let removedByUs = before.subtracting(ourSet)
+        var merged = theirs.filter { !removedByUs.contains($0) }
         for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
         return .objects(merged)
     }

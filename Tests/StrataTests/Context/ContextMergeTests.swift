@@ -361,3 +361,44 @@ final class EventLog: Sendable {
     func append(_ event: ContextEvent) { events.withLock { $0.append(event) } }
     var all: [ContextEvent] { events.withLock { $0 } }
 }
+
+extension ContextMergeTests {
+    /// A context that reordered a to-many list keeps its order when it merges another
+    /// context's addition to the same list (the other side's order used to win, undoing the
+    /// reorder), and its save writes the merged list.
+    @Test("a pending reorder of a to-many list survives merging another context's addition to it")
+    func pendingReorderSurvivesMerge() async throws {
+        let p = try Pair()
+        let o = try await seedSongbook(p.store)
+        // a1's albums: x, y, and a third album z.
+        let z = try await p.a.perform { c in
+            let artist = c.object(with: o.a1, as: Artist.self)
+            let album = c.insert(Album.self)
+            album.albumID = 12
+            album.title = "z"
+            artist.albums = artist.albums + [c.object(with: o.y, as: Album.self), album]
+            try await c.save()
+            return album.objectID
+        }
+        // b reorders them, z first, and waits; a adds one more.
+        await p.b.perform { c in
+            c.automaticallyMergesChanges = true
+            let artist = c.object(with: o.a1, as: Artist.self)
+            artist.albums = [c.object(with: z, as: Album.self), c.object(with: o.x, as: Album.self), c.object(with: o.y, as: Album.self)]
+        }
+        let w = try await p.a.perform { c in
+            let album = c.insert(Album.self)
+            album.albumID = 13
+            album.title = "w"
+            album.artist = c.object(with: o.a1, as: Artist.self)
+            try await c.save()
+            return album.objectID
+        }
+        await waitUntil(p.b, "b merges a's addition") { c in c.object(with: o.a1, as: Artist.self).albums.map(\.objectID).contains(w) }
+        let order = await p.b.perform { c in c.object(with: o.a1, as: Artist.self).albums.map(\.objectID) }
+        #expect(order == [z, o.x, o.y, w], "b's reorder was undone by the merge: \(order)")
+        try await p.b.save()
+        #expect(p.store.currentGeneration.value(o.a1, "albums") == .objects([z, o.x, o.y, w]))
+        await p.close()
+    }
+}
