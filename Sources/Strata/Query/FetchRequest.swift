@@ -76,16 +76,11 @@ struct BoundRequest {
             rows.sort { $0.number < $1.number }
             return window(rows)
         }
-        func key(_ path: BoundKeyPath, _ values: [Value]) -> Value { sortValue(path, values, reader: reader) }
         if sort.count == 1 {
             // One sort key (the usual case): each row's key held as a value, not in an array
             // of one — a million arrays were most of a sorted scan's time.
-            let path = sort[0].path, precedesOnce = precedesByOneKey
-            let keyed = rows.map { row -> KeyedOnce in (row, key(path, row.values)) }
-            if let limit, Self.sum(offset, limit) < keyed.count / 4 {
-                return window(Self.smallest(Self.sum(offset, limit), of: keyed, by: precedesOnce).map(\.row))
-            }
-            return window(keyed.sorted(by: precedesOnce).map(\.row))
+            let path = sort[0].path
+            return ordered(rows.map { row -> KeyedOnce in (row, sortValue(path, row.values, reader: reader)) }, by: precedesByOneKey, \.row)
         }
         typealias Keyed = (row: (number: UInt64, values: [Value]), keys: [Value])
         func precedes(_ a: Keyed, _ b: Keyed) -> Bool {
@@ -95,12 +90,16 @@ struct BoundRequest {
             }
             return a.row.number < b.row.number
         }
-        let keyed = rows.map { row -> Keyed in (row, sort.map { key($0.path, row.values) }) }
+        return ordered(rows.map { row -> Keyed in (row, sort.map { sortValue($0.path, row.values, reader: reader) }) }, by: precedes, \.row)
+    }
+
+    /// Keyed rows in `precedes` order, windowed: the first `offset + limit` kept in a bounded
+    /// max-heap when that is a small part of them, instead of sorting all.
+    private func ordered<T>(_ keyed: [T], by precedes: @escaping (T, T) -> Bool, _ row: (T) -> (number: UInt64, values: [Value])) -> [(number: UInt64, values: [Value])] {
         if let limit, Self.sum(offset, limit) < keyed.count / 4 {
-            // Top N: keep the first `offset + limit` in a bounded max-heap instead of sorting all.
-            return window(Self.smallest(Self.sum(offset, limit), of: keyed, by: precedes).map(\.row))
+            return window(Self.smallest(Self.sum(offset, limit), of: keyed, by: precedes).map(row))
         }
-        return window(keyed.sorted(by: precedes).map(\.row))
+        return window(keyed.sorted(by: precedes).map(row))
     }
 
     /// A row with its one sort key's value.

@@ -181,8 +181,9 @@ public final class Stack: Sendable {
     ///   that ended an earlier writer save (`poisoned`, `io`), or `closed` once the stack or
     ///   the store is closed.
     public func save(_ context: ObjectContext) async throws(StoreError) {
-        let throughWriter = savesAsynchronously(context)
-        if throughWriter { try checkWriterAccepts() }
+        // Refused before anything is saved on the way, and again when the writer's turn comes
+        // (a failure may have ended saving meanwhile).
+        if savesAsynchronously(context) { try checkWriterAccepts() }
         var current: ObjectContext? = context
         while let next = current {
             if next === viewContext, let writerContext {
