@@ -19,6 +19,9 @@ import Foundation
 ///   durable when reported.
 /// - Bad input throws ``ImportError`` naming the line; nothing after the last reported
 ///   commit is committed, and the line named is never in a reported commit.
+/// - Cancelling the task that runs the import stops it at the next chunk of lines or
+///   commit: it throws ``ImportError`` with a ``StoreError/Code/cancelled`` store error, and
+///   again only the reported commits are in the store.
 ///
 /// ```swift
 /// let reader = try JSONLinesReader(path: "songs.jsonl")
@@ -106,6 +109,8 @@ public struct JSONLinesImporter {
     private var linesInBatch = 0
     /// The line being applied.
     private var currentLine = 0
+    /// The lines the reported commits hold (every line up to this one).
+    private var committedLines = 0
 
     /// Creates an importer writing to `store` (open for writing).
     public init(store: Store, batchSize: Int? = nil, author: String = "import") {
@@ -139,6 +144,7 @@ public struct JSONLinesImporter {
         ahead.start()
         var bytesRead: Int64 = 0
         while true {
+            try checkCancellation()
             let chunk = ahead.take()
             if let failure = chunk.failure { throw ImportError(line: 0, message: "cannot read \(failure)") }
             if !chunk.finished { ahead.start() }
@@ -150,6 +156,7 @@ public struct JSONLinesImporter {
                 if summary.lines & 4095 == 0 { report(.read(lines: summary.lines, bytes: bytesRead)) }
                 if let batchSize, linesInBatch >= batchSize, linesInBatch >= recheckAt {
                     if try readyToCommit(final: false) {
+                        try checkCancellation()
                         try await commit(report: report)
                     } else if standingCount == 0 {
                         // A required relationship is missing; a later line may still give it
@@ -174,8 +181,19 @@ public struct JSONLinesImporter {
             throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input" + advice)
         }
         _ = try readyToCommit(final: true)
+        try checkCancellation()
         try await commit(report: report)
         return summary
+    }
+
+    /// Throws a `cancelled` error if the task running the import was cancelled.
+    private func checkCancellation() throws(ImportError) {
+        guard Task.isCancelled else { return }
+        let kept = summary.transactions == 0
+            ? "nothing was committed"
+            : "lines 1–\(committedLines) are committed (\(summary.transactions) transaction\(summary.transactions == 1 ? "" : "s") through \(summary.lastTransaction)) and nothing after them"
+        let message = "the import was cancelled after line \(summary.lines): \(kept)"
+        throw ImportError(line: 0, message: message, storeError: StoreError(.cancelled, message))
     }
 
     // MARK: - Lines
@@ -718,6 +736,7 @@ public struct JSONLinesImporter {
                 summary.lastTransaction = committed.transaction
                 summary.inserted += inserted
                 summary.updated += updated
+                committedLines = summary.lines
                 report(.committed(transaction: committed.transaction, lines: summary.lines))
             case .failure(let error):
                 let line = error.object.flatMap { id in schema.entityIndex(named: id.entity).flatMap { stagedObject(id, entity: $0) } }

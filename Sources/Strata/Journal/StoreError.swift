@@ -63,6 +63,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let wrongContext = Code("wrongContext")
         /// A custom validation rule refused the object.
         public static let validationFailed = Code("validationFailed")
+        /// The task running a long operation (an import) was cancelled; what it reported
+        /// committed stays committed, and nothing after that was.
+        public static let cancelled = Code("cancelled")
     }
 
     /// The kind of failure.
