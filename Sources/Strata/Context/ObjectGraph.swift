@@ -828,6 +828,10 @@ final class ObjectGraph {
             makeTombstone(object)
             return
         }
+        // Keys set while a save of the object is in flight: merged changes keep them (one set
+        // back to its value from before the save is not in `changedKeys`, and the save's end
+        // would otherwise give it the saved value); the other ways drop them.
+        let setDuringSave = object.keysSetDuringSave ?? []
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
         object.mergedRowInConflict = nil
         if object.lifecycle == .deleted {
@@ -837,11 +841,12 @@ final class ObjectGraph {
             object.storage = row.values
             object.base = row.values
         } else if mergeChanges && object.lifecycle == .persistent {
-            let kept = object.changedKeys.map { ($0, object.storage[$0]) }
+            let kept = object.changedKeys.union(setDuringSave).map { ($0, object.storage[$0]) }
             object.storage = row.values
             object.base = row.values
             object.baseVersion = row.version
             object.changedKeys = []
+            if object.keysSetDuringSave != nil { object.keysSetDuringSave = setDuringSave }
             for (index, value) in kept where row.values[index] != value {
                 object.storage[index] = value
                 object.changedKeys.insert(index)

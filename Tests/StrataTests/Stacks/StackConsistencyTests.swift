@@ -177,3 +177,73 @@ extension StackConsistencyTests {
         await store.close()
     }
 }
+
+/// Holds the next file write once armed, on the thread making it, until released: a
+/// deterministic way to keep a commit waiting for its transaction to be written.
+final class WriteHold: Sendable {
+    private let armed = Locked(false)
+    private let release = DispatchSemaphore(value: 0)
+    private let (reached, reachedContinuation) = AsyncStream.makeStream(of: Void.self)
+
+    /// The store's file calls pass through this.
+    func observe(_ call: FileCall) {
+        guard call == .write else { return }
+        let hold = armed.withLock { armed in defer { armed = false }; return armed }
+        guard hold else { return }
+        reachedContinuation.yield()
+        _ = release.wait(timeout: .now() + .seconds(30))
+    }
+
+    func arm() { armed.withLock { $0 = true } }
+
+    /// Waits until a write is held.
+    func waitUntilHeld() async -> Bool {
+        await firstElement(of: reached, timeout: .seconds(10)) != nil
+    }
+
+    func open() { release.signal() }
+}
+
+extension StackConsistencyTests {
+    @Test("nested: a song deleted while the writer's save of its insertion is in flight is deleted, and its album lets go of it")
+    func deleteWhileWriterSavesTheInsert() async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let hold = WriteHold()
+        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
+                                     configuration: .init(durability: .relaxed, fileIO: HookedFileIO(wrapping: POSIXFileIO()) { hold.observe($0) }))
+        let o = try await seedSongbook(store)
+        let stack = Stack(.nested, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        await stack.start()
+        let outcomes = stack.writerSaves()
+
+        // A song on album y, saved: the writer's save of it waits while its transaction is written.
+        let song = await stack.viewContext.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(99)
+            song.title = "short-lived"
+            song.milliseconds = 1000
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        }
+        hold.arm()
+        try await stack.save(stack.viewContext)
+        #expect(await hold.waitUntilHeld(), "the writer's save of the insertion is being written")
+        // Meanwhile the user deletes it; the writer is handed the deletion.
+        await stack.viewContext.perform { c in c.delete(c.object(with: song)) }
+        try await stack.save(stack.viewContext)
+        hold.open()
+
+        let first = await StackConsistencyTests.nextOutcome(outcomes)
+        let second = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(first != nil && first?.error == nil, "the insertion is written: \(String(describing: first?.error))")
+        #expect(second != nil && second?.error == nil, "the deletion is written: \(String(describing: second?.error))")
+        let generation = store.currentGeneration
+        #expect(generation.object(song) == nil, "the acknowledged deletion is in the store")
+        #expect(generation.value(o.y, "songs")?.referencedObjects == [], "album y lists no song")
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
+        let pending = await stack.writerContext!.hasChanges
+        #expect(!pending, "nothing is left pending in the writer")
+        await stack.close()
+    }
+}

@@ -281,6 +281,42 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out after \(seconds) s waiting for \(what)" }
 }
 
+/// Runs `body` under a hard time limit: if it has not finished after `limit` (scaled to the
+/// build), this throws ``TimedOut`` at once and cancels `body` without waiting for it.
+///
+/// Unlike ``withTimeout(_:_:_:)`` — a task group, which waits for every child before it
+/// returns — this bounds a body that does not honour cancellation: one stuck on a
+/// continuation nobody resumes (a lost wake-up, a deadlock) fails the test instead of hanging
+/// the run. Such a body is left behind, still suspended.
+func withHardTimeLimit<T: Sendable>(
+    _ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let scaled = limit * TestTiming.slowdown
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let waiting = Locked<CheckedContinuation<T, any Error>?>(continuation)
+        @Sendable func finish(_ result: Result<T, any Error>) -> Bool {
+            guard let waiter = waiting.withLock({ w in defer { w = nil }; return w }) else { return false }
+            waiter.resume(with: result)
+            return true
+        }
+        let timer = Task {
+            try await Task.sleep(for: scaled)
+            return finish(.failure(TimedOut(what: what, seconds: Double(scaled.components.seconds))))
+        }
+        let work = Task {
+            do {
+                _ = finish(.success(try await body()))
+            } catch {
+                _ = finish(.failure(error))
+            }
+            timer.cancel()
+        }
+        Task {
+            if (try? await timer.value) == true { work.cancel() }
+        }
+    }
+}
+
 /// Runs `body`, failing with ``TimedOut`` if it has not finished after `seconds` (the body
 /// is cancelled then; it must honour cancellation).
 func withTimeout<T: Sendable>(
