@@ -20,7 +20,7 @@ struct SaveCapture {
 
     func childSave(author: String, origin: ObjectIdentifier, mergePolicy: MergePolicy) -> ChildSave {
         ChildSave(author: author, origin: origin, inserted: insertedRows, updated: updates, deleted: deleted.map(\.objectID),
-                  mergePolicy: mergePolicy)
+                  deletedBases: deleted.map { $0.base ?? [] }, mergePolicy: mergePolicy)
     }
 }
 
@@ -33,6 +33,9 @@ struct ChildSave: Sendable {
     let inserted: [RowImage]
     let updated: [ObjectUpdate]
     let deleted: [ObjectID]
+    /// The values each deleted object was read with: a parent that changed the object since
+    /// finds a conflict, as the store does for a deletion based on an older version.
+    let deletedBases: [[Value]]
     let mergePolicy: MergePolicy
 }
 
@@ -245,12 +248,16 @@ extension ObjectGraph {
             rebase(object, sent: held[update.id] ?? sent)
         }
         for object in capture.deleted where object.lifecycle == .deleted {
-            if let committed, let row = committed.object(object.objectID) {
-                // The merge policy dropped the deletion: the object stays, as committed.
+            let stays: (values: [Value], version: UInt64)? =
+                if let committed { committed.object(object.objectID).map { ($0.values, $0.version) } }
+                else { held[object.objectID].map { ($0, object.baseVersion) } }
+            if let stays {
+                // The merge policy dropped the deletion: the object stays, as committed (or as
+                // the parent holds it).
                 object.lifecycle = .persistent
-                object.storage = row.values
-                object.base = row.values
-                object.baseVersion = row.version
+                object.storage = stays.values
+                object.base = stays.values
+                object.baseVersion = stays.version
                 object.changedKeys = []
                 object.deletedInConflict = false
                 setTracking(object)
@@ -286,8 +293,8 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, resolved) = try resolveConflicts(of: save, against: updatedObjects)
-        try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: save.deleted)
+        let (updates, deletions, kept, resolved) = try resolveConflicts(of: save, against: updatedObjects)
+        try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
@@ -313,13 +320,14 @@ extension ObjectGraph {
         // deletion here as they would have in the child.
         let (deletedBefore, insertedBefore) = (deleted, inserted)
         let notedBefore = pendingNotification.updated
-        for id in save.deleted {
+        for id in deletions {
             let object = self.object(with: id)
             load(object)
             delete(object)
         }
+        for object in kept { restoreKeptInverses(object) }
         // What the rules took here beyond the child's deletions: the child must let go too.
-        let named = Set(save.deleted)
+        let named = Set(deletions)
         let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
         // What the rules changed (references nullified): part of what was applied, which
         // the child's siblings merge.
@@ -334,23 +342,30 @@ extension ObjectGraph {
         for (object, update) in updates { values[update.id] = object.storage }
         let gone = Set(alsoDeleted)
         var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id).filter { !gone.contains($0) },
-                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: save.deleted + alsoDeleted, changedKeys: changedKeys, values: values)
+                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: deletions + alsoDeleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
         var held: [ObjectID: [Value]] = [:]
         for (object, update) in zip(updatedObjects, save.updated) {
             if let object, object.lifecycle == .persistent || object.lifecycle == .inserted { held[update.id] = object.storage }
         }
+        // Deletions the merge policy dropped: the child shows these objects again, as held here.
+        for object in kept where object.lifecycle == .persistent || object.lifecycle == .inserted { held[object.objectID] = object.storage }
         return (didSave, resolved, alsoDeleted, held)
     }
 
-    /// The child's updates as they apply here: keys this context changed since the child
-    /// read them are conflicts, resolved by the child's merge policy; to-many lists merge
-    /// element by element (their additions and removals, then the child's).
+    /// The child's updates and deletions as they apply here: keys this context changed since
+    /// the child read them are conflicts, resolved by the child's merge policy; to-many lists
+    /// merge element by element (their additions and removals, then the child's). Deleting
+    /// an object whose attributes or to-one relationships this context changed since the
+    /// child read it is a conflict too (as the store reports one): `storeWins` and `rollback`
+    /// keep the object (`kept`), the other policies delete it.
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
-        -> (updates: [(object: ManagedObject, update: RowUpdate)], resolved: [Conflict])
+        -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
+        var deletions: [ObjectID] = []
+        var kept: [ManagedObject] = []
         for (object, update) in zip(objects, save.updated) {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
@@ -384,6 +399,26 @@ extension ObjectGraph {
             }
             if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
         }
+        for (id, base) in zip(save.deleted, save.deletedBases) {
+            let object = self.object(with: id)
+            load(object)
+            // An attribute or a to-one relationship changed here since the child read it. (Not a
+            // to-many list: members this context added or removed since follow the deletion
+            // through its own delete rules, below. An object deleted here already stays deleted.)
+            let info = relationships[object.entityIndex]
+            guard object.lifecycle == .inserted || object.lifecycle == .persistent, base.count == object.storage.count,
+                base.indices.contains(where: { info[$0]?.isToMany != true && base[$0] != object.storage[$0] })
+            else {
+                deletions.append(id)
+                continue
+            }
+            conflicts.append(Conflict(object: id, key: nil, base: nil, ours: nil, theirs: .objects([]), theirVersion: object.baseVersion))
+            if save.mergePolicy == .storeWins || save.mergePolicy == .rollback {
+                kept.append(object)
+            } else {
+                deletions.append(id)
+            }
+        }
         if save.mergePolicy == .error && !conflicts.isEmpty {
             var error = StoreError(.conflict,
                                    "\(conflicts.count) conflict(s) with changes made in \(link.name) since the child read the objects: "
@@ -393,7 +428,7 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return (result, conflicts)
+        return (result, deletions, kept, conflicts)
     }
 
     private func checkUniques(inserted: [RowImage], updated: [RowUpdate], deleted: [ObjectID]) throws(StoreError) {
@@ -543,6 +578,34 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         return (conflicts, touched)
+    }
+
+    /// An object whose deletion by a child the merge policy dropped: objects the child's
+    /// delete rules made let go of it refer to it again — or, if the child gave them another
+    /// object since, it lets go of them.
+    private func restoreKeptInverses(_ object: ManagedObject) {
+        guard object.lifecycle == .persistent || object.lifecycle == .inserted else { return }  // taken by a rule here after all
+        for (index, info) in relationships[object.entityIndex].enumerated() {
+            guard let info else { continue }
+            for id in Self.targets(object.storage[index]) {
+                let target = self.object(with: id)
+                load(target)
+                let alive = target.lifecycle == .persistent || target.lifecycle == .inserted
+                if alive && target.storage[info.inverseIndex].refers(to: object.objectID) { continue }
+                switch alive ? target.storage[info.inverseIndex] : .object(id) {
+                case .objects(let ids):
+                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids + [object.objectID]))
+                case .null:
+                    setPrimitive(target, index: info.inverseIndex, value: .object(object.objectID))
+                default:
+                    // Refers to another object now (or is gone): this one lets go of it.
+                    switch object.storage[index] {
+                    case .objects(let ids): setPrimitive(object, index: index, value: .objects(ids.filter { $0 != id }))
+                    default: setPrimitive(object, index: index, value: .null)
+                    }
+                }
+            }
+        }
     }
 
     /// A relationship change of this context's that a merge replaced by the save's value:
