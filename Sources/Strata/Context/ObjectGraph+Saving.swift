@@ -295,6 +295,7 @@ extension ObjectGraph {
         }
         let (updates, deletions, kept, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
+        try checkDeleteRules(deleting: deletions, after: updates)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
@@ -429,6 +430,60 @@ extension ObjectGraph {
             throw error
         }
         return (result, deletions, kept, conflicts)
+    }
+
+    /// Refuses a child's deletions that this context's delete rules cannot carry out over
+    /// what it holds — what it related to a deleted object since the child read it, which
+    /// the child never saw: an object still in a `deny` relationship, or a required
+    /// relationship that `nullify` would leave empty. Accepted, such a save left this context
+    /// unable to save. Checked before anything is applied, on the values the child's updates
+    /// give, following the cascades as ``delete(_:)`` will.
+    private func checkDeleteRules(deleting ids: [ObjectID], after updates: [(object: ManagedObject, update: RowUpdate)]) throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        var pending: [ObjectID: [Int: Value]] = [:]
+        for (_, update) in updates {
+            for change in update.changes { pending[update.id, default: [:]][change.index] = change.value }
+        }
+        func value(_ object: ManagedObject, _ index: Int) -> Value { pending[object.objectID]?[index] ?? object.storage[index] }
+        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .inserted || object.lifecycle == .persistent }
+        func related(_ id: ObjectID) -> ManagedObject {
+            let object = self.object(with: id)
+            load(object)
+            return object
+        }
+        // Everything the deletions take here.
+        var doomed = Set<ObjectID>()
+        var taken: [ManagedObject] = []
+        var work = ids.map(related)
+        while let next = work.popLast() {
+            guard isAlive(next), doomed.insert(next.objectID).inserted else { continue }
+            taken.append(next)
+            for (index, info) in relationships[next.entityIndex].enumerated() where info?.deleteRule == .cascade {
+                for id in Self.targets(value(next, index)) {
+                    let target = related(id)
+                    if isAlive(target), value(target, info!.inverseIndex).refers(to: next.objectID) { work.append(target) }
+                }
+            }
+        }
+        for object in taken {
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, info.deleteRule != .cascade else { continue }
+                for id in Self.targets(value(object, index)) where !doomed.contains(id) {
+                    let target = related(id)
+                    guard isAlive(target), value(target, info.inverseIndex).refers(to: object.objectID) else { continue }
+                    if info.deleteRule == .deny && object.lifecycle == .persistent {
+                        throw StoreError(.deleteRule, "\(object.objectID) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(id) in \(link.name); remove or delete that first",
+                                         object: object.objectID, key: info.name)
+                    }
+                    // Nullified (as `deny` is for an object never saved).
+                    let inverse = relationships[target.entityIndex][info.inverseIndex]!
+                    if !inverse.isOptional, Self.targets(value(target, info.inverseIndex)).allSatisfy(doomed.contains) {
+                        throw StoreError(.missingValue, "\(id).\(inverse.name): the relationship is required, and deleting \(object.objectID) would leave it empty in \(link.name)",
+                                         object: id, key: inverse.name)
+                    }
+                }
+            }
+        }
     }
 
     private func checkUniques(inserted: [RowImage], updated: [RowUpdate], deleted: [ObjectID]) throws(StoreError) {
