@@ -293,7 +293,7 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, deletions, kept, resolved) = try resolveConflicts(of: save, against: updatedObjects)
+        let (updates, deletions, kept, dropped, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
         try checkDeleteRules(deleting: deletions, after: updates)
         // Apply.
@@ -327,6 +327,10 @@ extension ObjectGraph {
             delete(object)
         }
         for object in kept { restoreKeptInverses(object) }
+        // The other sides of the child's relationship changes the merge policy dropped (or
+        // whose object is deleted here), which its updates of the related objects changed:
+        // accepted as they were, the two sides disagreed, and this context could not save.
+        for change in dropped { restoreInverses(of: change) }
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(deletions)
         let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
@@ -360,18 +364,31 @@ extension ObjectGraph {
     /// an object whose attributes or to-one relationships this context changed since the
     /// child read it is a conflict too (as the store reports one): `storeWins` and `rollback`
     /// keep the object (`kept`), the other policies delete it.
+    ///
+    /// `dropped`: the child's relationship changes that are not applied (their keys kept
+    /// here, or their object deleted here), whose other sides the child's updates of the
+    /// related objects changed: ``restoreInverses(of:)`` brings those back in step.
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
-        -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject], resolved: [Conflict])
+        -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject],
+            dropped: [DroppedRelationship], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         var deletions: [ObjectID] = []
         var kept: [ManagedObject] = []
+        var dropped: [DroppedRelationship] = []
         for (object, update) in zip(objects, save.updated) {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
-                // policy (as the store does with an update of an object deleted since).
+                // policy (as the store does with an update of an object deleted since). What
+                // the child related to it lets go of it again.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                let entity = entityIndex(named: update.id.entity)
+                for change in update.changes {
+                    guard let info = relationships[entity][change.index] else { continue }
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: Self.targets(change.value), gained: []))
+                }
                 continue
             }
             let entity = schema.entities[object.entityIndex]
@@ -393,10 +410,17 @@ extension ObjectGraph {
                                           theirs: theirs, theirVersion: nil))
                 changes.append(change)
             }
+            let applied = changes
             switch save.mergePolicy {
             case .error, .contextWins, .overwrite: break
             case .storeWins: changes.removeAll { conflicting.contains($0.index) }
             case .rollback: if !conflicting.isEmpty { changes = [] }
+            }
+            for change in applied where !changes.contains(where: { $0.index == change.index }) {
+                guard let info = relationships[object.entityIndex][change.index] else { continue }
+                let ours = Self.targets(change.value), theirs = Self.targets(object.storage[change.index])
+                dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                   lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
             }
             if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
         }
@@ -429,7 +453,7 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return (result, deletions, kept, conflicts)
+        return (result, deletions, kept, dropped, conflicts)
     }
 
     /// Refuses a child's deletions that this context's delete rules cannot carry out over
