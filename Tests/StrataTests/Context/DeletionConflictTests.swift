@@ -38,6 +38,32 @@ import Testing
         await p.close()
     }
 
+    @Test("a deletion of a song changed elsewhere that the merge policy drops saves the rest, the song staying on its album",
+          arguments: [false, true], [MergePolicy.storeWins, .rollback])
+    func droppedDeletionThroughContexts(separateCoordinators: Bool, policy: MergePolicy) async throws {
+        let p = try Pair(separateCoordinators: separateCoordinators)
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(policy)
+        _ = await p.a.perform { c in c.object(with: o.s, as: Song.self).title }
+        await p.b.perform { c in c.object(with: o.s, as: Song.self).title = "b's" }
+        try await p.b.save()
+        // S.album is nullify: X's songs lose S in a's save.
+        await p.a.perform { c in
+            c.delete(c.object(with: o.s))
+            c.object(with: o.a2, as: Artist.self).name = "a's"
+        }
+        await #expect(throws: Never.self, "\(policy)") { try await p.a.save() }
+        let g = p.store.currentGeneration
+        #expect(g.value(o.s, "title") == .string("b's") && g.value(o.x, "songs") == .objects([o.s]))
+        #expect(g.value(o.a2, "name") == .string("a's"))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        let (deleted, songs, pending) = await p.a.perform { c in
+            (c.object(with: o.s).isDeleted, c.object(with: o.x, as: Album.self).songs.map(\.objectID), c.hasChanges)
+        }
+        #expect(!deleted && songs == [o.s] && !pending, "a shows the song the store kept: deleted \(deleted), X.songs \(songs)")
+        await p.close()
+    }
+
     @Test("a child's save changing an object its parent deleted since is a conflict", arguments: [MergePolicy.error, .storeWins])
     func childSaveOfObjectDeletedInParent(policy: MergePolicy) async throws {
         let f = try ContextFixture(.root)
