@@ -42,10 +42,29 @@ struct ChildSave: Sendable {
 extension ObjectGraph {
     // MARK: - Validation
 
-    /// Checks every pending change as the store would, before anything is sent: required
-    /// values and limits, relationships to deleted objects, custom validation, `deny`
-    /// rules and unique attributes (against this context's objects and its parent's view).
+    /// Checks every pending change as the store would, before anything is sent: `deny`
+    /// rules, required values and limits, relationships to deleted objects, custom
+    /// validation and unique attributes (against this context's objects and its parent's view).
     func validateForSave() throws(StoreError) {
+        // Delete rules first: an object that keeps a deleted one from being deleted is named as
+        // such, even when it has changes of its own (a new song still on a deleted album was
+        // reported as a dangling reference of the song's).
+        for id in deleted.sorted() {
+            let object = registered[id]!
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, info.deleteRule == .deny else { continue }
+                for target in Self.targets(object.storage[index]) {
+                    let other = self.object(with: target)
+                    load(other)
+                    if other.lifecycle == .inserted || other.lifecycle == .persistent,
+                        Self.targets(other.storage[info.inverseIndex]).contains(id)
+                    {
+                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
+                                         object: id, key: info.name)
+                    }
+                }
+            }
+        }
         let changed = (inserted.union(updated)).sorted()
         var claims: [Int: [Value: ObjectID]] = [:]
         for id in changed {
@@ -87,22 +106,6 @@ extension ObjectGraph {
                 if let holder = uniqueHolder(entity: object.entityIndex, value: value, excluding: id), !claimsInThisSave(holder, attribute) {
                     throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or use findOrCreate to reuse \(holder)",
                                      object: id, key: key)
-                }
-            }
-        }
-        for id in deleted.sorted() {
-            let object = registered[id]!
-            for (index, info) in relationships[object.entityIndex].enumerated() {
-                guard let info, info.deleteRule == .deny else { continue }
-                for target in Self.targets(object.storage[index]) {
-                    let other = self.object(with: target)
-                    load(other)
-                    if other.lifecycle == .inserted || other.lifecycle == .persistent,
-                        Self.targets(other.storage[info.inverseIndex]).contains(id)
-                    {
-                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
-                                         object: id, key: info.name)
-                    }
                 }
             }
         }

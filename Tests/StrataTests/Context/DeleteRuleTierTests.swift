@@ -123,4 +123,30 @@ import Testing
         #expect(store.currentGeneration.integrityProblems().isEmpty)
         await store.close()
     }
+
+    @Test("deleting an album that a song with changes of its own still names is refused by the album's deny rule",
+          arguments: Tier.allCases, [false, true])
+    func denyNamesTheAlbumWhateverTheSongsChanges(tier: Tier, newSong: Bool) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        let before = StoreState(f.store)
+        await f.context.perform { c in
+            let album = c.object(with: o.y, as: Album.self)
+            if newSong {
+                let song = c.insert(Song.self)
+                song.songID = StoreTesting.uuid(78)
+                song.title = "new"
+                song.milliseconds = 1_000
+                song.album = album
+            } else {
+                c.object(with: o.s, as: Song.self).album = album  // an existing song moved onto it
+            }
+            c.delete(album)
+        }
+        let error = await #expect(throws: StoreError.self) { try await f.context.save() }
+        #expect(error?.code == .deleteRule && error?.object == o.y && error?.key == "songs", "\(String(describing: error))")
+        #expect(StoreState(f.store) == before)
+        for ancestor in f.ancestors { #expect(await ancestor.perform { !$0.hasChanges }) }
+        await f.close()
+    }
 }
