@@ -20,7 +20,7 @@ struct SaveCapture {
 
     func childSave(author: String, origin: ObjectIdentifier, mergePolicy: MergePolicy) -> ChildSave {
         ChildSave(author: author, origin: origin, inserted: insertedRows, updated: updates, deleted: deleted.map(\.objectID),
-                  mergePolicy: mergePolicy)
+                  deletedBases: deleted.map { $0.base ?? [] }, mergePolicy: mergePolicy)
     }
 }
 
@@ -33,16 +33,38 @@ struct ChildSave: Sendable {
     let inserted: [RowImage]
     let updated: [ObjectUpdate]
     let deleted: [ObjectID]
+    /// The values each deleted object was read with: a parent that changed the object since
+    /// finds a conflict, as the store does for a deletion based on an older version.
+    let deletedBases: [[Value]]
     let mergePolicy: MergePolicy
 }
 
 extension ObjectGraph {
     // MARK: - Validation
 
-    /// Checks every pending change as the store would, before anything is sent: required
-    /// values and limits, relationships to deleted objects, custom validation, `deny`
-    /// rules and unique attributes (against this context's objects and its parent's view).
+    /// Checks every pending change as the store would, before anything is sent: `deny`
+    /// rules, required values and limits, relationships to deleted objects, custom
+    /// validation and unique attributes (against this context's objects and its parent's view).
     func validateForSave() throws(StoreError) {
+        // Delete rules first: an object that keeps a deleted one from being deleted is named as
+        // such, even when it has changes of its own (a new song still on a deleted album was
+        // reported as a dangling reference of the song's).
+        for id in deleted.sorted() {
+            let object = registered[id]!
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, info.deleteRule == .deny else { continue }
+                for target in Self.targets(object.storage[index]) {
+                    let other = self.object(with: target)
+                    load(other)
+                    if other.lifecycle == .inserted || other.lifecycle == .persistent,
+                        Self.targets(other.storage[info.inverseIndex]).contains(id)
+                    {
+                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
+                                         object: id, key: info.name)
+                    }
+                }
+            }
+        }
         let changed = (inserted.union(updated)).sorted()
         var claims: [Int: [Value: ObjectID]] = [:]
         for id in changed {
@@ -84,22 +106,6 @@ extension ObjectGraph {
                 if let holder = uniqueHolder(entity: object.entityIndex, value: value, excluding: id), !claimsInThisSave(holder, attribute) {
                     throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or use findOrCreate to reuse \(holder)",
                                      object: id, key: key)
-                }
-            }
-        }
-        for id in deleted.sorted() {
-            let object = registered[id]!
-            for (index, info) in relationships[object.entityIndex].enumerated() {
-                guard let info, info.deleteRule == .deny else { continue }
-                for target in Self.targets(object.storage[index]) {
-                    let other = self.object(with: target)
-                    load(other)
-                    if other.lifecycle == .inserted || other.lifecycle == .persistent,
-                        Self.targets(other.storage[info.inverseIndex]).contains(id)
-                    {
-                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
-                                         object: id, key: info.name)
-                    }
                 }
             }
         }
@@ -245,12 +251,16 @@ extension ObjectGraph {
             rebase(object, sent: held[update.id] ?? sent)
         }
         for object in capture.deleted where object.lifecycle == .deleted {
-            if let committed, let row = committed.object(object.objectID) {
-                // The merge policy dropped the deletion: the object stays, as committed.
+            let stays: (values: [Value], version: UInt64)? =
+                if let committed { committed.object(object.objectID).map { ($0.values, $0.version) } }
+                else { held[object.objectID].map { ($0, object.baseVersion) } }
+            if let stays {
+                // The merge policy dropped the deletion: the object stays, as committed (or as
+                // the parent holds it).
                 object.lifecycle = .persistent
-                object.storage = row.values
-                object.base = row.values
-                object.baseVersion = row.version
+                object.storage = stays.values
+                object.base = stays.values
+                object.baseVersion = stays.version
                 object.changedKeys = []
                 object.deletedInConflict = false
                 setTracking(object)
@@ -286,8 +296,9 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, resolved) = try resolveConflicts(of: save, against: updatedObjects)
-        try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: save.deleted)
+        let (updates, deletions, kept, dropped, resolved) = try resolveConflicts(of: save, against: updatedObjects)
+        try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
+        try checkDeleteRules(deleting: deletions, after: updates)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
@@ -313,13 +324,18 @@ extension ObjectGraph {
         // deletion here as they would have in the child.
         let (deletedBefore, insertedBefore) = (deleted, inserted)
         let notedBefore = pendingNotification.updated
-        for id in save.deleted {
+        for id in deletions {
             let object = self.object(with: id)
             load(object)
             delete(object)
         }
+        for object in kept { restoreKeptInverses(object) }
+        // The other sides of the child's relationship changes the merge policy dropped (or
+        // whose object is deleted here), which its updates of the related objects changed:
+        // accepted as they were, the two sides disagreed, and this context could not save.
+        for change in dropped { restoreInverses(of: change) }
         // What the rules took here beyond the child's deletions: the child must let go too.
-        let named = Set(save.deleted)
+        let named = Set(deletions)
         let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
         // What the rules changed (references nullified): part of what was applied, which
         // the child's siblings merge.
@@ -334,28 +350,48 @@ extension ObjectGraph {
         for (object, update) in updates { values[update.id] = object.storage }
         let gone = Set(alsoDeleted)
         var didSave = DidSave(transaction: nil, author: save.author, inserted: save.inserted.map(\.id).filter { !gone.contains($0) },
-                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: save.deleted + alsoDeleted, changedKeys: changedKeys, values: values)
+                              updated: updatedIDs.filter { !gone.contains($0) }, deleted: deletions + alsoDeleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
         var held: [ObjectID: [Value]] = [:]
         for (object, update) in zip(updatedObjects, save.updated) {
             if let object, object.lifecycle == .persistent || object.lifecycle == .inserted { held[update.id] = object.storage }
         }
+        // Deletions the merge policy dropped: the child shows these objects again, as held here.
+        for object in kept where object.lifecycle == .persistent || object.lifecycle == .inserted { held[object.objectID] = object.storage }
         return (didSave, resolved, alsoDeleted, held)
     }
 
-    /// The child's updates as they apply here: keys this context changed since the child
-    /// read them are conflicts, resolved by the child's merge policy; to-many lists merge
-    /// element by element (their additions and removals, then the child's).
+    /// The child's updates and deletions as they apply here: keys this context changed since
+    /// the child read them are conflicts, resolved by the child's merge policy; to-many lists
+    /// merge element by element (their additions and removals, then the child's). Deleting
+    /// an object whose attributes or to-one relationships this context changed since the
+    /// child read it is a conflict too (as the store reports one): `storeWins` and `rollback`
+    /// keep the object (`kept`), the other policies delete it.
+    ///
+    /// `dropped`: the child's relationship changes that are not applied (their keys kept
+    /// here, or their object deleted here), whose other sides the child's updates of the
+    /// related objects changed: ``restoreInverses(of:)`` brings those back in step.
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
-        -> (updates: [(object: ManagedObject, update: RowUpdate)], resolved: [Conflict])
+        -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject],
+            dropped: [DroppedRelationship], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
+        var deletions: [ObjectID] = []
+        var kept: [ManagedObject] = []
+        var dropped: [DroppedRelationship] = []
         for (object, update) in zip(objects, save.updated) {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
-                // policy (as the store does with an update of an object deleted since).
+                // policy (as the store does with an update of an object deleted since). What
+                // the child related to it lets go of it again.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                let entity = entityIndex(named: update.id.entity)
+                for change in update.changes {
+                    guard let info = relationships[entity][change.index] else { continue }
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: Self.targets(change.value), gained: []))
+                }
                 continue
             }
             let entity = schema.entities[object.entityIndex]
@@ -377,12 +413,39 @@ extension ObjectGraph {
                                           theirs: theirs, theirVersion: nil))
                 changes.append(change)
             }
+            let applied = changes
             switch save.mergePolicy {
             case .error, .contextWins, .overwrite: break
             case .storeWins: changes.removeAll { conflicting.contains($0.index) }
             case .rollback: if !conflicting.isEmpty { changes = [] }
             }
+            for change in applied where !changes.contains(where: { $0.index == change.index }) {
+                guard let info = relationships[object.entityIndex][change.index] else { continue }
+                let ours = Self.targets(change.value), theirs = Self.targets(object.storage[change.index])
+                dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                   lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+            }
             if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
+        }
+        for (id, base) in zip(save.deleted, save.deletedBases) {
+            let object = self.object(with: id)
+            load(object)
+            // An attribute or a to-one relationship changed here since the child read it. (Not a
+            // to-many list: members this context added or removed since follow the deletion
+            // through its own delete rules, below. An object deleted here already stays deleted.)
+            let info = relationships[object.entityIndex]
+            guard object.lifecycle == .inserted || object.lifecycle == .persistent, base.count == object.storage.count,
+                base.indices.contains(where: { info[$0]?.isToMany != true && base[$0] != object.storage[$0] })
+            else {
+                deletions.append(id)
+                continue
+            }
+            conflicts.append(Conflict(object: id, key: nil, base: nil, ours: nil, theirs: .objects([]), theirVersion: object.baseVersion))
+            if save.mergePolicy == .storeWins || save.mergePolicy == .rollback {
+                kept.append(object)
+            } else {
+                deletions.append(id)
+            }
         }
         if save.mergePolicy == .error && !conflicts.isEmpty {
             var error = StoreError(.conflict,
@@ -393,7 +456,61 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return (result, conflicts)
+        return (result, deletions, kept, dropped, conflicts)
+    }
+
+    /// Refuses a child's deletions that this context's delete rules cannot carry out over
+    /// what it holds — what it related to a deleted object since the child read it, which
+    /// the child never saw: an object still in a `deny` relationship, or a required
+    /// relationship that `nullify` would leave empty. Accepted, such a save left this context
+    /// unable to save. Checked before anything is applied, on the values the child's updates
+    /// give, following the cascades as ``delete(_:)`` will.
+    private func checkDeleteRules(deleting ids: [ObjectID], after updates: [(object: ManagedObject, update: RowUpdate)]) throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        var pending: [ObjectID: [Int: Value]] = [:]
+        for (_, update) in updates {
+            for change in update.changes { pending[update.id, default: [:]][change.index] = change.value }
+        }
+        func value(_ object: ManagedObject, _ index: Int) -> Value { pending[object.objectID]?[index] ?? object.storage[index] }
+        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .inserted || object.lifecycle == .persistent }
+        func related(_ id: ObjectID) -> ManagedObject {
+            let object = self.object(with: id)
+            load(object)
+            return object
+        }
+        // Everything the deletions take here.
+        var doomed = Set<ObjectID>()
+        var taken: [ManagedObject] = []
+        var work = ids.map(related)
+        while let next = work.popLast() {
+            guard isAlive(next), doomed.insert(next.objectID).inserted else { continue }
+            taken.append(next)
+            for (index, info) in relationships[next.entityIndex].enumerated() where info?.deleteRule == .cascade {
+                for id in Self.targets(value(next, index)) {
+                    let target = related(id)
+                    if isAlive(target), value(target, info!.inverseIndex).refers(to: next.objectID) { work.append(target) }
+                }
+            }
+        }
+        for object in taken {
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, info.deleteRule != .cascade else { continue }
+                for id in Self.targets(value(object, index)) where !doomed.contains(id) {
+                    let target = related(id)
+                    guard isAlive(target), value(target, info.inverseIndex).refers(to: object.objectID) else { continue }
+                    if info.deleteRule == .deny && object.lifecycle == .persistent {
+                        throw StoreError(.deleteRule, "\(object.objectID) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(id) in \(link.name); remove or delete that first",
+                                         object: object.objectID, key: info.name)
+                    }
+                    // Nullified (as `deny` is for an object never saved).
+                    let inverse = relationships[target.entityIndex][info.inverseIndex]!
+                    if !inverse.isOptional, Self.targets(value(target, info.inverseIndex)).allSatisfy(doomed.contains) {
+                        throw StoreError(.missingValue, "\(id).\(inverse.name): the relationship is required, and deleting \(object.objectID) would leave it empty in \(link.name)",
+                                         object: id, key: inverse.name)
+                    }
+                }
+            }
+        }
     }
 
     private func checkUniques(inserted: [RowImage], updated: [RowUpdate], deleted: [ObjectID]) throws(StoreError) {
@@ -543,6 +660,34 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         return (conflicts, touched)
+    }
+
+    /// An object whose deletion by a child the merge policy dropped: objects the child's
+    /// delete rules made let go of it refer to it again — or, if the child gave them another
+    /// object since, it lets go of them.
+    private func restoreKeptInverses(_ object: ManagedObject) {
+        guard object.lifecycle == .persistent || object.lifecycle == .inserted else { return }  // taken by a rule here after all
+        for (index, info) in relationships[object.entityIndex].enumerated() {
+            guard let info else { continue }
+            for id in Self.targets(object.storage[index]) {
+                let target = self.object(with: id)
+                load(target)
+                let alive = target.lifecycle == .persistent || target.lifecycle == .inserted
+                if alive && target.storage[info.inverseIndex].refers(to: object.objectID) { continue }
+                switch alive ? target.storage[info.inverseIndex] : .object(id) {
+                case .objects(let ids):
+                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids + [object.objectID]))
+                case .null:
+                    setPrimitive(target, index: info.inverseIndex, value: .object(object.objectID))
+                default:
+                    // Refers to another object now (or is gone): this one lets go of it.
+                    switch object.storage[index] {
+                    case .objects(let ids): setPrimitive(object, index: index, value: .objects(ids.filter { $0 != id }))
+                    default: setPrimitive(object, index: index, value: .null)
+                    }
+                }
+            }
+        }
     }
 
     /// A relationship change of this context's that a merge replaced by the save's value:

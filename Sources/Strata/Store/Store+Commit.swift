@@ -217,16 +217,21 @@ struct CommitPlan {
                 if !full.isEmpty { updates.append(RowUpdate(id: update.id, changes: full)) }
             }
         }
+        var kept: [(id: ObjectID, entity: Int, values: [Value])] = []
         for deletion in changes.deleted {
             let entity = schema.entityIndex(named: deletion.id.entity)!
             guard let current = head.tables[entity][deletion.id.number] else { continue }  // already gone
             if current.version != deletion.baseVersion && deletion.baseVersion > 0 {
                 conflicts.append(Conflict(object: deletion.id, key: nil, base: nil, ours: nil,
                                           theirs: .objects([]), theirVersion: current.version))
-                if policy == .storeWins || policy == .rollback { continue }
+                if policy == .storeWins || policy == .rollback {
+                    kept.append((deletion.id, entity, current.values))
+                    continue
+                }
             }
             deletions.append(deletion.id)
         }
+        if !kept.isEmpty { restoreReferences(toKept: kept) }
         if policy == .error && !conflicts.isEmpty {
             var error = StoreError(.conflict,
                                    "\(conflicts.count) conflict(s) with transactions committed since the objects were read: "
@@ -238,6 +243,30 @@ struct CommitPlan {
             throw error
         }
         resolved = conflicts
+    }
+
+    /// Deletions the merge policy dropped (`storeWins`, `rollback`): the objects whose
+    /// relationship to a kept object this change set emptied — what the deletion's `nullify`
+    /// rules did to the other side — refer to it again, as it still refers to them. Without
+    /// this, the save the policy resolved was refused as an inverse violation. (An object
+    /// this change set gave another one instead still disagrees, and is refused as before.)
+    private mutating func restoreReferences(toKept kept: [(id: ObjectID, entity: Int, values: [Value])]) {
+        var position: [ObjectID: Int] = [:]
+        for (i, update) in updates.enumerated() { position[update.id] = i }
+        for (id, entity, values) in kept {
+            let properties = schema.entities[entity]
+            for (offset, relationship) in properties.relationships.enumerated() {
+                let inverseIndex = schema.entity(named: relationship.destination)!.propertyIndex(named: relationship.inverse)!
+                for target in Self.targets(values[properties.attributes.count + offset]) {
+                    guard let u = position[target], let c = updates[u].changes.firstIndex(where: { $0.index == inverseIndex }) else { continue }
+                    switch updates[u].changes[c].value {
+                    case .objects(let ids) where !ids.contains(id): updates[u].changes[c].value = .objects(ids + [id])
+                    case .null: updates[u].changes[c].value = .object(id)
+                    default: break
+                    }
+                }
+            }
+        }
     }
 
     /// The transaction to append.

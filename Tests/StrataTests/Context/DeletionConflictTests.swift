@@ -38,6 +38,32 @@ import Testing
         await p.close()
     }
 
+    @Test("a deletion of a song changed elsewhere that the merge policy drops saves the rest, the song staying on its album",
+          arguments: [false, true], [MergePolicy.storeWins, .rollback])
+    func droppedDeletionThroughContexts(separateCoordinators: Bool, policy: MergePolicy) async throws {
+        let p = try Pair(separateCoordinators: separateCoordinators)
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(policy)
+        _ = await p.a.perform { c in c.object(with: o.s, as: Song.self).title }
+        await p.b.perform { c in c.object(with: o.s, as: Song.self).title = "b's" }
+        try await p.b.save()
+        // S.album is nullify: X's songs lose S in a's save.
+        await p.a.perform { c in
+            c.delete(c.object(with: o.s))
+            c.object(with: o.a2, as: Artist.self).name = "a's"
+        }
+        await #expect(throws: Never.self, "\(policy)") { try await p.a.save() }
+        let g = p.store.currentGeneration
+        #expect(g.value(o.s, "title") == .string("b's") && g.value(o.x, "songs") == .objects([o.s]))
+        #expect(g.value(o.a2, "name") == .string("a's"))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        let (deleted, songs, pending) = await p.a.perform { c in
+            (c.object(with: o.s).isDeleted, c.object(with: o.x, as: Album.self).songs.map(\.objectID), c.hasChanges)
+        }
+        #expect(!deleted && songs == [o.s] && !pending, "a shows the song the store kept: deleted \(deleted), X.songs \(songs)")
+        await p.close()
+    }
+
     @Test("a child's save changing an object its parent deleted since is a conflict", arguments: [MergePolicy.error, .storeWins])
     func childSaveOfObjectDeletedInParent(policy: MergePolicy) async throws {
         let f = try ContextFixture(.root)
@@ -57,6 +83,104 @@ import Testing
         }
         let parentDeleted = await f.context.perform { c in c.deletedObjects.map(\.objectID) == [o.a2] }
         #expect(parentDeleted, "the parent's deletion stands")
+        await f.close()
+    }
+}
+
+/// A child's deletion meeting its parent's changes: deleting an object the parent changed
+/// since the child read it is a conflict, as the store reports one (a cascade from a stale
+/// read once deleted an album the parent had just given to another artist, without a word).
+@Suite struct ChildDeletionConflictTests {
+    /// The tiers a parent context can sit in.
+    static let parentTiers: [Tier] = [.root, .mainRoot, .child]
+
+    @Test("a child's cascade deleting an album its parent moved to another artist since is a conflict",
+          arguments: parentTiers, [MergePolicy.error, .storeWins, .rollback, .contextWins])
+    func childCascadeOverParentMove(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let parent = f.context
+        let child = ObjectContext(parent: parent, name: "editor")
+        await child.setMergePolicy(policy)
+        // The child reads artist A1 and its album X.
+        let titles = await child.perform { c in c.object(with: o.a1, as: Artist.self).albums.map(\.title) }
+        #expect(titles == ["Album"])
+        // The parent then gives X to A2.
+        await parent.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        // The child deletes X's song (X's songs deny), then A1, whose cascade takes X as the child
+        // saw it. X's artist changed since: a conflict. (A1's albums changed too, but a to-many
+        // list the parent changed follows the deletion through the parent's own delete rules.)
+        await child.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.a1))
+        }
+        let conflicts = child.mergeConflicts()
+        if policy == .error {
+            let error = await #expect(throws: StoreError.self) { try await child.save() }
+            #expect(error?.code == .conflict, "\(String(describing: error))")
+            #expect(error?.conflicts.map(\.object) == [o.x] && error?.conflicts.allSatisfy { $0.key == nil } == true,
+                    "\(String(describing: error?.conflicts))")
+            let (xDeleted, a1Deleted, sDeleted, artist) = await parent.perform { c in
+                (c.object(with: o.x).isDeleted, c.object(with: o.a1).isDeleted, c.object(with: o.s).isDeleted,
+                 c.object(with: o.x, as: Album.self).artist?.objectID)
+            }
+            #expect(!xDeleted && !a1Deleted && !sDeleted && artist == o.a2, "a refused save changed the parent")
+            #expect(await child.perform { c in c.object(with: o.x).isDeleted && c.hasChanges }, "the child keeps its changes")
+            await f.close()
+            return
+        }
+        try await child.save()
+        let reported = try #require(await firstElement(of: conflicts, timeout: .seconds(10)))
+        #expect(reported.map(\.object) == [o.x] && reported.allSatisfy { $0.key == nil }, "\(reported)")
+        let kept = policy == .storeWins || policy == .rollback
+        let (xDeleted, a1Deleted, artist) = await parent.perform { c in
+            (c.object(with: o.x).isDeleted, c.object(with: o.a1).isDeleted, c.object(with: o.x, as: Album.self).artist?.objectID)
+        }
+        #expect(a1Deleted)
+        #expect(xDeleted == !kept, "\(policy): the parent's album \(kept ? "was deleted" : "was kept")")
+        if kept {
+            #expect(artist == o.a2, "the parent's move was undone")
+            let (childSees, childArtist, pending) = await child.perform { c in
+                (!c.object(with: o.x).isDeleted, c.object(with: o.x, as: Album.self).artist?.objectID, c.hasChanges)
+            }
+            #expect(childSees && childArtist == o.a2 && !pending, "the child shows the album the parent kept")
+        }
+        for context in [parent] + f.ancestors { try await context.save() }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.object(o.a1) == nil && g.object(o.s) == nil)
+        #expect((g.object(o.x) != nil) == kept)
+        if kept { #expect(g.value(o.x, "artist") == .object(o.a2)) }
+        await f.close()
+    }
+
+    @Test("a child's deletion that the merge policy drops brings back the references the child's delete rules dropped",
+          arguments: parentTiers, [MergePolicy.storeWins, .rollback])
+    func keptDeletionKeepsInverses(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let parent = f.context
+        let child = ObjectContext(parent: parent, name: "editor")
+        await child.setMergePolicy(policy)
+        _ = await child.perform { c in c.object(with: o.x, as: Album.self).title }
+        await parent.perform { c in c.object(with: o.x, as: Album.self).title = "Renamed" }
+        // Deleting X (after its song: songs deny) takes X out of A1's albums (artist: nullify).
+        await child.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        try await child.save()
+        let (xDeleted, artist, albums) = await parent.perform { c in
+            let x = c.object(with: o.x, as: Album.self)
+            return (x.isDeleted, x.artist?.objectID, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID))
+        }
+        #expect(!xDeleted && artist == o.a1 && albums == [o.x], "X kept with artist \(String(describing: artist)); A1's albums \(albums)")
+        let childAlbums = await child.perform { c in c.object(with: o.a1, as: Artist.self).albums.map(\.objectID) }
+        #expect(childAlbums == [o.x], "the child shows A1 without the album its parent kept")
+        for context in [parent] + f.ancestors { try await context.save() }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.value(o.x, "title") == .string("Renamed") && g.object(o.s) == nil)
         await f.close()
     }
 }

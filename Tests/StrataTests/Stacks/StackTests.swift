@@ -103,6 +103,31 @@ import Testing
         await f.close()
     }
 
+    @Test("an editor's stale cascade over an album the view context moved since is a conflict, and changes nothing",
+          arguments: StackPreset.allCases)
+    func editorStaleCascadeIsAConflict(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let o = try await seedSongbook(f.store)
+        let editor = await f.stack.newEditorContext()
+        // The editor reads A1 and its album X; the view context then gives X to A2.
+        #expect(await editor.perform { c in c.object(with: o.a1, as: Artist.self).albums.map(\.title) } == ["Album"])
+        await f.stack.viewContext.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        // The editor deletes X's song (songs: deny), then A1, whose cascade takes X as the editor saw it.
+        await editor.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.a1))
+        }
+        let error = await #expect(throws: StoreError.self) { try await f.stack.save(editor) }
+        #expect(error?.code == .conflict && error?.conflicts.map(\.object) == [o.x], "\(preset): \(String(describing: error))")
+        let xDeleted = await f.stack.viewContext.perform { c in c.object(with: o.x).isDeleted }
+        #expect(!xDeleted, "\(preset): the view context lost the album it moved")
+        try await f.saveDurably(f.stack.viewContext)
+        let g = f.store.currentGeneration
+        #expect(g.value(o.x, "artist") == .object(o.a2) && g.object(o.a1) != nil && g.object(o.s) != nil, "\(preset)")
+        #expect(g.integrityProblems().isEmpty, "\(preset)")
+        await f.close()
+    }
+
     @Test("a save resolves conflicts by the saving context's policy and reports them", arguments: StackPreset.allCases)
     func saveReportsResolvedConflicts(preset: StackPreset) async throws {
         let f = try await Fixture(preset)

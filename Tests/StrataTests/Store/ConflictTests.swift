@@ -288,4 +288,28 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
         #expect(result.transaction == 3)
         await reopened.close()
     }
+
+    @Test("a deletion the merge policy drops keeps the references the save's nullify changes took from it",
+          arguments: [MergePolicy.storeWins, .rollback])
+    func droppedDeletionKeepsReferences(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let o = try await Objects.commit(into: store)
+        let base = store.currentGeneration
+        // Theirs renames album X; ours deletes X, taking it out of A1's albums (artist: nullify).
+        try await store.commit(ChangeSet(author: "theirs", updated: [base.update(o.x, ["title": .string("Theirs")])]))
+        var builder = ChangeSetBuilder(base: base)
+        builder.delete(o.x)
+        var ours = builder.changeSet(author: "ours", mergePolicy: policy)
+        ours.updated.append(base.update(o.a3, ["name": .string("Ours")]))
+        let result = try await store.commit(ours)
+        #expect(result.resolvedConflicts.map(\.object) == [o.x] && result.resolvedConflicts.first?.key == nil, "\(result.resolvedConflicts)")
+        let g = store.currentGeneration
+        #expect(g.value(o.x, "title") == .string("Theirs") && g.value(o.x, "artist") == .object(o.a1))
+        #expect(g.value(o.a1, "albums") == .objects([o.x]), "A1 lost the album the policy kept")
+        #expect(g.value(o.a3, "name") == .string("Ours"), "the rest of the save was not committed")
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        await store.close()
+    }
 }
