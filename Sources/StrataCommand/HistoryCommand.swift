@@ -4,18 +4,20 @@ import Strata
 /// `history`: the transactions still in the journal, with author, time and changes.
 enum HistoryCommand {
     static let command = StrataCommand.Command(
-        name: "history", usage: "strata history STORE [--since TRANSACTION] [--format text|jsonl]",
+        name: "history", usage: "strata history STORE [--since TRANSACTION] [--format jsonl|text]",
         summary: "list transactions with author, time and changes",
         help: """
             Lists the transactions after TRANSACTION (all by default) that are still in the
             journal — compact folds older ones into a checkpoint — oldest first: number, time,
-            author and what changed. --format jsonl prints one object per transaction:
+            author and what changed, as one JSON object per transaction (the default,
+            --format jsonl):
             {"transaction":3,"time":"2026-01-01T10:00:00Z","author":"import",
              "inserted":["Artist/1"],"updated":{"Album/2":{"title":"New"}},"deleted":[]}
-            with the new values of every changed key. Reads without taking the write lock.
+            with the new values of every changed key; --format text is for people. Reads
+            without taking the write lock.
 
             example:
-              strata history songs.strata --since 40 --format jsonl
+              strata history songs.strata --since 40 --format text
             """,
         options: ["since", "format"]
     ) { arguments, output in
@@ -26,7 +28,7 @@ enum HistoryCommand {
             guard let n = UInt64(text) else { throw Arguments.UsageError(message: "--since must be a transaction number, not '\(text)'") }
             since = n
         }
-        let format = try arguments.choice("format", of: ["text", "jsonl"], default: "text")
+        let format = try arguments.choice("format", of: ["text", "jsonl"], default: "jsonl")
         let store = try Store.open(at: path, configuration: .init(readOnly: true))
         let records: [TransactionRecord]
         do {

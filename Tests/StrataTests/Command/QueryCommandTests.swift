@@ -145,12 +145,14 @@ import Testing
         let catalog = try await sampleStore()
         defer { catalog.remove() }
         #expect(await runTool(["update", catalog.path, "--entity", "Album", "--where", "albumID == 2", "--set", "rating=2"]).status == 0)
-        let text = await runTool(["history", catalog.path])
+        let text = await runTool(["history", catalog.path, "--format", "text"])
         #expect(text.status == 0)
         let lines = text.output.split(separator: "\n")
         #expect(lines.first?.hasPrefix("transaction 1  ") == true && lines.first?.hasSuffix("  import  8 inserted, 0 updated, 0 deleted") == true, "\(text.output)")
         #expect(text.output.contains("  ~ Album/2: rating = 2.0\n"))
-        let jsonl = await runTool(["history", catalog.path, "--since", "1", "--format", "jsonl"])
+        // JSON Lines is the default, the one format FORMATS.md gives.
+        let jsonl = await runTool(["history", catalog.path, "--since", "1"])
+        #expect(jsonl.output == (await runTool(["history", catalog.path, "--since", "1", "--format", "jsonl"])).output)
         let records = jsonl.output.split(separator: "\n").map { try! JSON.parse(String($0)) }
         #expect(records.count == 1)
         #expect(records[0]["transaction"] == .int(2) && records[0]["author"] == .string("strata update"))
