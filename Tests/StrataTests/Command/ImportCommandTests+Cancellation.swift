@@ -10,24 +10,8 @@ extension ImportCommandTests {
         let catalog = CatalogStore()
         defer { catalog.remove() }
         try await catalog.create()
-        let file = try catalog.file("artists.jsonl", (1...9).map { #"{"entity": "Artist", "values": {"artistID": \#($0)}}"# })
-        let task = Task { () async -> JSONLinesImporter.ImportError? in
-            let store = try! Store.open(at: catalog.path)
-            var importer = JSONLinesImporter(store: store, batchSize: 2)
-            do {
-                _ = try await importer.run(try JSONLinesReader(path: file)) { event in
-                    // The import's task is cancelled once its first commit is reported.
-                    if case .committed = event { withUnsafeCurrentTask { $0?.cancel() } }
-                }
-                await store.close()
-                return nil
-            } catch {
-                await store.close()
-                return error as? JSONLinesImporter.ImportError
-            }
-        }
-        let failure = await task.value
-        let error = try #require(failure)
+        // The import's task is cancelled once its first commit is reported.
+        let error = try #require(await importArtists(1...9, into: catalog, batchSize: 2, cancelling: .afterFirstCommit))
         #expect(error.storeError?.code == .cancelled)
         #expect(error.description == "the import was cancelled after line 4: lines 1–2 are committed (1 transaction through 1) and nothing after them")
         let generation = try await catalog.generation()
@@ -39,13 +23,29 @@ extension ImportCommandTests {
         let catalog = CatalogStore()
         defer { catalog.remove() }
         try await catalog.create()
-        let file = try catalog.file("artists.jsonl", (1...3).map { #"{"entity": "Artist", "values": {"artistID": \#($0)}}"# })
+        let error = try #require(await importArtists(1...3, into: catalog, batchSize: nil, cancelling: .beforeStart))
+        #expect(error.storeError?.code == .cancelled)
+        #expect(error.message == "the import was cancelled after line 0: nothing was committed")
+        let generation = try await catalog.generation()
+        #expect(generation.transaction == 0)
+        #expect(generation.count(of: "Artist") == 0)
+    }
+
+    enum CancellationMoment { case beforeStart, afterFirstCommit }
+
+    /// Imports artists with the given keys in a task of its own, cancelled at `moment`;
+    /// returns the import's error (`nil` if it finished).
+    private func importArtists(_ keys: ClosedRange<Int>, into catalog: CatalogStore, batchSize: Int?,
+                               cancelling moment: CancellationMoment) async -> JSONLinesImporter.ImportError? {
+        let file = try! catalog.file("artists.jsonl", keys.map { #"{"entity": "Artist", "values": {"artistID": \#($0)}}"# })
         let task = Task { () async -> JSONLinesImporter.ImportError? in
-            withUnsafeCurrentTask { $0?.cancel() }
+            if moment == .beforeStart { withUnsafeCurrentTask { $0?.cancel() } }
             let store = try! Store.open(at: catalog.path)
-            var importer = JSONLinesImporter(store: store)
+            var importer = JSONLinesImporter(store: store, batchSize: batchSize)
             do {
-                _ = try await importer.run(try JSONLinesReader(path: file))
+                _ = try await importer.run(try JSONLinesReader(path: file)) { event in
+                    if moment == .afterFirstCommit, case .committed = event { withUnsafeCurrentTask { $0?.cancel() } }
+                }
                 await store.close()
                 return nil
             } catch {
@@ -53,11 +53,6 @@ extension ImportCommandTests {
                 return error as? JSONLinesImporter.ImportError
             }
         }
-        let error = try #require(await task.value)
-        #expect(error.storeError?.code == .cancelled)
-        #expect(error.message == "the import was cancelled after line 0: nothing was committed")
-        let generation = try await catalog.generation()
-        #expect(generation.transaction == 0)
-        #expect(generation.count(of: "Artist") == 0)
+        return await task.value
     }
 }
