@@ -296,7 +296,7 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, deletions, kept, dropped, resolved) = try resolveConflicts(of: save, against: updatedObjects)
+        let (updates, deletions, kept, dropped, joinedDeleted, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
         try checkDeleteRules(deleting: deletions, after: updates)
         // Apply.
@@ -329,6 +329,9 @@ extension ObjectGraph {
             load(object)
             delete(object)
         }
+        // Objects the child related to one deleted here follow its delete rules here too (a
+        // new album for an artist deleted here is deleted by its cascade, not left an orphan).
+        for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         for object in kept { restoreKeptInverses(object) }
         // The other sides of the child's relationship changes the merge policy dropped (or
         // whose object is deleted here), which its updates of the related objects changed:
@@ -336,7 +339,10 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(deletions)
-        let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
+        // (Including the child's own inserts the rules took.)
+        let insertsTaken = save.inserted.map(\.id).filter { registered[$0]?.lifecycle != .inserted }
+        let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).union(insertsTaken)
+            .subtracting(named).sorted()
         // What the rules changed (references nullified): part of what was applied, which
         // the child's siblings merge.
         var updatedIDs = updates.map(\.update.id)
@@ -371,26 +377,39 @@ extension ObjectGraph {
     /// `dropped`: the child's relationship changes that are not applied (their keys kept
     /// here, or their object deleted here), whose other sides the child's updates of the
     /// related objects changed: ``restoreInverses(of:)`` brings those back in step.
+    ///
+    /// `joinedDeleted`: objects pending deletion here that the child related to others, which
+    /// their delete rules reach once the save is applied (a `deny` rule they meet refuses the
+    /// save here).
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
         -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject],
-            dropped: [DroppedRelationship], resolved: [Conflict])
+            dropped: [DroppedRelationship], joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         var deletions: [ObjectID] = []
         var kept: [ManagedObject] = []
         var dropped: [DroppedRelationship] = []
+        var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         for (object, update) in zip(objects, save.updated) {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
                 // policy (as the store does with an update of an object deleted since). What
-                // the child related to it lets go of it again.
+                // the child related to it lets go of it again — or, for a deletion pending
+                // here, follows its delete rules.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
                 let entity = entityIndex(named: update.id.entity)
                 for change in update.changes {
                     guard let info = relationships[entity][change.index] else { continue }
                     dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
                                                        lost: Self.targets(change.value), gained: []))
+                }
+                if let deletedHere = registered[update.id], deletedHere.lifecycle == .deleted, deletedHere.isLoaded {
+                    var values = deletedHere.storage
+                    for change in update.changes where change.index < values.count { values[change.index] = change.value }
+                    let joined = joinedObjects(of: entity, from: [deletedHere.storage, deletedHere.base ?? []], to: values)
+                    try checkDenyRules(of: deletedHere, joined: joined, in: save)
+                    if !joined.isEmpty { joinedDeleted.append((deletedHere, joined)) }
                 }
                 continue
             }
@@ -456,7 +475,32 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return (result, deletions, kept, dropped, conflicts)
+        return (result, deletions, kept, dropped, joinedDeleted, conflicts)
+    }
+
+    /// Refuses a child's save that relates an object to one pending deletion here through a
+    /// relationship whose delete rule is `deny`: the deletion could not be saved then.
+    private func checkDenyRules(of deletedHere: ManagedObject, joined: [Int: [ObjectID]], in save: ChildSave) throws(StoreError) {
+        for index in joined.keys.sorted() {
+            guard let info = relationships[deletedHere.entityIndex][index], info.deleteRule == .deny else { continue }
+            for id in joined[index]! {
+                // The target's side as the child's save leaves it.
+                let inverse: Value
+                if let row = save.inserted.first(where: { $0.id == id }) {
+                    inverse = row.values[info.inverseIndex]
+                } else if let change = save.updated.first(where: { $0.id == id })?.changes.first(where: { $0.index == info.inverseIndex }) {
+                    inverse = change.value
+                } else {
+                    let target = self.object(with: id)
+                    load(target)
+                    guard target.lifecycle == .inserted || target.lifecycle == .persistent else { continue }
+                    inverse = target.storage[info.inverseIndex]
+                }
+                guard inverse.refers(to: deletedHere.objectID) else { continue }
+                throw StoreError(.deleteRule, "\(deletedHere.objectID) is deleted in \(link.name), and its relationship \"\(info.name)\" (delete rule deny) would refer to \(id), which the child's save relates to it; remove that from the child's save, or save the deletion first",
+                                 object: deletedHere.objectID, key: info.name)
+            }
+        }
     }
 
     /// Refuses a child's deletions that this context's delete rules cannot carry out over
@@ -606,6 +650,8 @@ extension ObjectGraph {
             for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
         }
         var dropped: [DroppedRelationship] = []
+        // Objects pending deletion here that the save related to other objects.
+        var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         for (id, object) in changed {
             if object.missingWhenLoaded {
                 // Looked for before it was saved: here now (see `reviveIfPresent`).
@@ -637,6 +683,9 @@ extension ObjectGraph {
                 // checked against the store's when saved) but takes the values, so that
                 // rolling it back shows the current ones.
                 if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs {
+                    // (Not what it was read with: what it then lost here was not related any more.)
+                    let joined = joinedObjects(of: object.entityIndex, from: [object.storage, object.base ?? []], to: theirs)
+                    if !joined.isEmpty { joinedDeleted.append((object, joined)) }
                     object.storage = theirs
                     object.base = theirs
                     pendingNotification.refreshed.insert(id)
@@ -659,6 +708,10 @@ extension ObjectGraph {
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
+        // The delete rules of a pending deletion reach what the save related to the object (an
+        // album added to an artist deleted here is deleted by its cascade), as they reached
+        // what it was related to when it was deleted.
+        for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         return (conflicts, touched)
     }
 
