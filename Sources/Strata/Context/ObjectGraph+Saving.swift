@@ -245,10 +245,28 @@ extension ObjectGraph {
             noteChanged(object)
         }
         for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values) }
+        // Objects a relationship refers to, or no longer, as the parent holds it and as it was
+        // sent (its merge policy kept its own value, or put back the other side of one).
+        var stale = Set<ObjectID>()
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
+            if let kept = held[update.id] {
+                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && kept[index] != sent[index] {
+                    stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(sent[index])))
+                }
+            }
             rebase(object, sent: held[update.id] ?? sent)
+        }
+        // Those this save did not name show what this context read of them before: read them
+        // again from the parent, where both sides are in step (the child showed a person at a
+        // desk the parent kept for them, and the desk without them).
+        if !stale.isEmpty {
+            let captured = Set((capture.inserted + capture.updated + capture.deleted).map(\.objectID))
+            for id in stale.subtracting(captured).sorted() {
+                guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent else { continue }
+                refresh(target, mergeChanges: true)
+            }
         }
         for object in capture.deleted where object.lifecycle == .deleted {
             let stays: (values: [Value], version: UInt64)? =
@@ -438,11 +456,18 @@ extension ObjectGraph {
             case .storeWins: changes.removeAll { conflicting.contains($0.index) }
             case .rollback: if !conflicting.isEmpty { changes = [] }
             }
-            for change in applied where !changes.contains(where: { $0.index == change.index }) {
+            for change in applied {
                 guard let info = relationships[object.entityIndex][change.index] else { continue }
                 let ours = Self.targets(change.value), theirs = Self.targets(object.storage[change.index])
-                dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
-                                                   lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+                if !changes.contains(where: { $0.index == change.index }) {
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+                } else if conflicting.contains(change.index) {
+                    // The child's value replaces one this context set since: what only that
+                    // value referred to stops referring back.
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: theirs.filter { !ours.contains($0) }, gained: ours.filter { !theirs.contains($0) }))
+                }
             }
             if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
         }
@@ -743,8 +768,10 @@ extension ObjectGraph {
         }
     }
 
-    /// A relationship change of this context's that a merge replaced by the save's value:
-    /// the objects only our value referred to, and those only theirs refers to.
+    /// A relationship value that a merge policy replaced by the other side's — this context's
+    /// change replaced by a merged save's value or kept over it, a child's change dropped or
+    /// applied over this context's: the objects only the replaced value referred to (`lost`),
+    /// and those only the value kept refers to (`gained`).
     struct DroppedRelationship {
         let source: ObjectID
         let index: Int
@@ -753,32 +780,51 @@ extension ObjectGraph {
         let gained: [ObjectID]
     }
 
-    /// Brings the other side of a dropped relationship change in step: objects our value
-    /// referred to no longer refer back (a to-one goes back to its base value when that is
-    /// another object, which lists it again), objects theirs refers to refer back.
+    /// Brings the other side of a dropped relationship change in step: objects the dropped
+    /// value referred to no longer refer back (a to-one goes back to its base value when that
+    /// is another object, which refers to it again — a to-many lists it, an empty to-one
+    /// takes it back: one-to-one pairs are put back on both sides; one given another object
+    /// since leaves it empty), objects the value kept refers to refer back.
     private func restoreInverses(of change: DroppedRelationship) {
         let inverse = change.info.inverseIndex
+        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .persistent || object.lifecycle == .inserted }
         for id in change.lost {
-            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            // Loaded if need be: a value replaced by a merge may refer to objects this context
+            // never read, which its view shows referring back.
+            let target = object(with: id)
+            load(target)
+            guard isAlive(target) else { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids.filter { $0 != change.source }))
             case .object(let source) where source == change.source:
                 let before = target.base?[inverse] ?? .null
-                let previous = before.objectID.flatMap { $0 == change.source ? nil : registered[$0] }
-                setPrimitive(target, index: inverse, value: previous == nil ? .null : before)
-                // The object it went back to lists it again (a to-many on the other side).
-                if let previous, previous.isLoaded, previous.lifecycle == .persistent || previous.lifecycle == .inserted,
-                    case .objects(let ids) = previous.storage[change.index], !ids.contains(id)
-                {
-                    setPrimitive(previous, index: change.index, value: .objects(ids + [id]))
+                var back = Value.null
+                if let previousID = before.objectID, previousID != change.source {
+                    let previous = object(with: previousID)
+                    load(previous)
+                    if isAlive(previous) {
+                        switch previous.storage[change.index] {
+                        case .objects(let ids):
+                            if !ids.contains(id) { setPrimitive(previous, index: change.index, value: .objects(ids + [id])) }
+                            back = before
+                        case .null:
+                            setPrimitive(previous, index: change.index, value: .object(id))
+                            back = before
+                        case .object(let other) where other == id:
+                            back = before
+                        default:
+                            break  // given another object since: this one stays without
+                        }
+                    }
                 }
+                setPrimitive(target, index: inverse, value: back)
             default:
                 break
             }
         }
         for id in change.gained {
-            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            guard let target = registered[id], target.isLoaded, isAlive(target) else { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where !ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
@@ -828,6 +874,17 @@ extension ObjectGraph {
         let conflicts = conflicting.map {
             Conflict(object: object.objectID, key: entity.property(at: $0).name, base: base[$0], ours: object.storage[$0],
                      theirs: theirs[$0], theirVersion: version)
+        }
+        if policy == .error || policy == .contextWins || policy == .overwrite {
+            // A to-one both sides changed keeps ours: what only their value refers to stops
+            // referring back (took it from the save, or shows it in the view), as a value of
+            // ours the policy replaces is taken back on both sides below.
+            for index in conflicting {
+                guard let info = relationships[object.entityIndex][index] else { continue }
+                let ours = Self.targets(object.storage[index]), replaced = Self.targets(theirs[index])
+                dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
+                                                   lost: replaced.filter { !ours.contains($0) }, gained: ours.filter { !replaced.contains($0) }))
+            }
         }
         let keepOurs: Set<Int>
         switch policy {
