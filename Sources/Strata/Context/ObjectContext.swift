@@ -35,8 +35,10 @@ public actor ObjectContext {
     private nonisolated let queueExecutor: DispatchQueueExecutor?
     let graph: ObjectGraph
 
-    /// How a save to the store resolves conflicts with what others committed since the
-    /// objects were read, and how merges treat keys both sides changed. Default ``MergePolicy/error``.
+    /// How a save resolves conflicts with what others committed (or saved into the parent)
+    /// since the objects were read, and how merges treat keys both sides changed
+    /// (``MergePolicy/overwrite``: every attribute of an object with changes here). Default
+    /// ``MergePolicy/error``.
     public var mergePolicy: MergePolicy = .error
     /// Whether the context keeps every object it registered until ``reset()``, as Core Data's
     /// `retainsRegisteredObjects` does. Default `false`: objects without pending changes

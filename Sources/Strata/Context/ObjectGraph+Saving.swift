@@ -452,7 +452,18 @@ extension ObjectGraph {
             }
             let applied = changes
             switch save.mergePolicy {
-            case .error, .contextWins, .overwrite: break
+            case .error, .contextWins: break
+            case .overwrite:
+                // The child's whole object as it saw it, as at the store: attributes this
+                // context changed since and the child did not go back to the child's values.
+                // (Relationships stay per key: taking one side back alone would break the pair.)
+                let sent = Set(update.changes.map(\.index))
+                for index in 0..<schema.layout.entities[object.entityIndex].attributeCount
+                    where !sent.contains(index) && index < update.baseValues.count && object.storage[index] != update.baseValues[index]
+                {
+                    changes.append(PropertyChange(index: index, value: update.baseValues[index]))
+                }
+                changes.sort { $0.index < $1.index }
             case .storeWins: changes.removeAll { conflicting.contains($0.index) }
             case .rollback: if !conflicting.isEmpty { changes = [] }
             }
@@ -901,8 +912,14 @@ extension ObjectGraph {
                 return conflicts
             }
             keepOurs = object.changedKeys
-        case .contextWins, .overwrite:
+        case .contextWins:
             keepOurs = object.changedKeys
+        case .overwrite:
+            // Our whole object as we see it, as at the store: attributes the save changed and
+            // we did not keep our values too, and are saved as changes of ours. (Relationships
+            // stay per key: keeping one side alone would break the pair.)
+            let attributes = schema.layout.entities[object.entityIndex].attributeCount
+            keepOurs = object.changedKeys.union((0..<attributes).filter { theirs[$0] != object.storage[$0] })
         case .storeWins:
             keepOurs = object.changedKeys.subtracting(conflicting)
         case .rollback:
