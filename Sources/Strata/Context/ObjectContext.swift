@@ -35,8 +35,10 @@ public actor ObjectContext {
     private nonisolated let queueExecutor: DispatchQueueExecutor?
     let graph: ObjectGraph
 
-    /// How a save to the store resolves conflicts with what others committed since the
-    /// objects were read, and how merges treat keys both sides changed. Default ``MergePolicy/error``.
+    /// How a save resolves conflicts with what others committed (or saved into the parent)
+    /// since the objects were read, and how merges treat keys both sides changed
+    /// (``MergePolicy/overwrite``: every attribute of an object with changes here). Default
+    /// ``MergePolicy/error``.
     public var mergePolicy: MergePolicy = .error
     /// Whether the context keeps every object it registered until ``reset()``, as Core Data's
     /// `retainsRegisteredObjects` does. Default `false`: objects without pending changes
@@ -451,10 +453,15 @@ extension ObjectContext {
     /// pending changes take the new values; objects with pending changes keep them on top,
     /// keys both sides changed being resolved by ``mergePolicy`` (``MergePolicy/error``
     /// keeps ours and lets the next save report the conflict); deleted objects become
-    /// tombstones. Objects not registered here are not touched.
+    /// tombstones. Objects not registered here are not touched, except those the save related
+    /// to an object pending deletion here, which follow its delete rules (a new album of an
+    /// artist deleted here is deleted by the artist's cascade).
     /// - Returns: the conflicting keys found.
     @discardableResult
     public func merge(_ save: DidSave) -> [Conflict] {
+        // First: what the merge loads (objects related to one deleted here, which its delete
+        // rules reach) is read as of the save.
+        if let generation = save.generation { advancePin(to: generation) }
         let found = link.measure(.merge, objects: { $0.touched }) {
             let merged = graph.merge(save, policy: mergePolicy)
             // Every object the save touched, for those who follow this context's changes
@@ -469,7 +476,6 @@ extension ObjectContext {
             }
             return merged
         }.conflicts
-        if let generation = save.generation { advancePin(to: generation) }
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }
         link.changes.yield(save)

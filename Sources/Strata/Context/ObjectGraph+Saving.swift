@@ -245,10 +245,28 @@ extension ObjectGraph {
             noteChanged(object)
         }
         for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values) }
+        // Objects a relationship refers to, or no longer, as the parent holds it and as it was
+        // sent (its merge policy kept its own value, or put back the other side of one).
+        var stale = Set<ObjectID>()
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
+            if let kept = held[update.id] {
+                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && kept[index] != sent[index] {
+                    stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(sent[index])))
+                }
+            }
             rebase(object, sent: held[update.id] ?? sent)
+        }
+        // Those this save did not name show what this context read of them before: read them
+        // again from the parent, where both sides are in step (the child showed a person at a
+        // desk the parent kept for them, and the desk without them).
+        if !stale.isEmpty {
+            let captured = Set((capture.inserted + capture.updated + capture.deleted).map(\.objectID))
+            for id in stale.subtracting(captured).sorted() {
+                guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent else { continue }
+                refresh(target, mergeChanges: true)
+            }
         }
         for object in capture.deleted where object.lifecycle == .deleted {
             let stays: (values: [Value], version: UInt64)? =
@@ -296,7 +314,7 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, deletions, kept, dropped, resolved) = try resolveConflicts(of: save, against: updatedObjects)
+        let (updates, deletions, kept, dropped, joinedDeleted, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
         try checkDeleteRules(deleting: deletions, after: updates)
         // Apply.
@@ -329,6 +347,9 @@ extension ObjectGraph {
             load(object)
             delete(object)
         }
+        // Objects the child related to one deleted here follow its delete rules here too (a
+        // new album for an artist deleted here is deleted by its cascade, not left an orphan).
+        for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         for object in kept { restoreKeptInverses(object) }
         // The other sides of the child's relationship changes the merge policy dropped (or
         // whose object is deleted here), which its updates of the related objects changed:
@@ -336,7 +357,10 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(deletions)
-        let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).subtracting(named).sorted()
+        // (Including the child's own inserts the rules took.)
+        let insertsTaken = save.inserted.map(\.id).filter { registered[$0]?.lifecycle != .inserted }
+        let alsoDeleted = deleted.subtracting(deletedBefore).union(insertedBefore.subtracting(inserted)).union(insertsTaken)
+            .subtracting(named).sorted()
         // What the rules changed (references nullified): part of what was applied, which
         // the child's siblings merge.
         var updatedIDs = updates.map(\.update.id)
@@ -371,26 +395,39 @@ extension ObjectGraph {
     /// `dropped`: the child's relationship changes that are not applied (their keys kept
     /// here, or their object deleted here), whose other sides the child's updates of the
     /// related objects changed: ``restoreInverses(of:)`` brings those back in step.
+    ///
+    /// `joinedDeleted`: objects pending deletion here that the child related to others, which
+    /// their delete rules reach once the save is applied (a `deny` rule they meet refuses the
+    /// save here).
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
         -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject],
-            dropped: [DroppedRelationship], resolved: [Conflict])
+            dropped: [DroppedRelationship], joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])], resolved: [Conflict])
     {
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         var deletions: [ObjectID] = []
         var kept: [ManagedObject] = []
         var dropped: [DroppedRelationship] = []
+        var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         for (object, update) in zip(objects, save.updated) {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
                 // policy (as the store does with an update of an object deleted since). What
-                // the child related to it lets go of it again.
+                // the child related to it lets go of it again — or, for a deletion pending
+                // here, follows its delete rules.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
                 let entity = entityIndex(named: update.id.entity)
                 for change in update.changes {
                     guard let info = relationships[entity][change.index] else { continue }
                     dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
                                                        lost: Self.targets(change.value), gained: []))
+                }
+                if let deletedHere = registered[update.id], deletedHere.lifecycle == .deleted, deletedHere.isLoaded {
+                    var values = deletedHere.storage
+                    for change in update.changes where change.index < values.count { values[change.index] = change.value }
+                    let joined = joinedObjects(of: entity, from: [deletedHere.storage, deletedHere.base ?? []], to: values)
+                    try checkDenyRules(of: deletedHere, joined: joined, in: save)
+                    if !joined.isEmpty { joinedDeleted.append((deletedHere, joined)) }
                 }
                 continue
             }
@@ -415,15 +452,33 @@ extension ObjectGraph {
             }
             let applied = changes
             switch save.mergePolicy {
-            case .error, .contextWins, .overwrite: break
+            case .error, .contextWins: break
+            case .overwrite:
+                // The child's whole object as it saw it, as at the store: attributes this
+                // context changed since and the child did not go back to the child's values.
+                // (Relationships stay per key: taking one side back alone would break the pair.)
+                let sent = Set(update.changes.map(\.index))
+                for index in 0..<schema.layout.entities[object.entityIndex].attributeCount
+                    where !sent.contains(index) && index < update.baseValues.count && object.storage[index] != update.baseValues[index]
+                {
+                    changes.append(PropertyChange(index: index, value: update.baseValues[index]))
+                }
+                changes.sort { $0.index < $1.index }
             case .storeWins: changes.removeAll { conflicting.contains($0.index) }
             case .rollback: if !conflicting.isEmpty { changes = [] }
             }
-            for change in applied where !changes.contains(where: { $0.index == change.index }) {
+            for change in applied {
                 guard let info = relationships[object.entityIndex][change.index] else { continue }
                 let ours = Self.targets(change.value), theirs = Self.targets(object.storage[change.index])
-                dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
-                                                   lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+                if !changes.contains(where: { $0.index == change.index }) {
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: ours.filter { !theirs.contains($0) }, gained: theirs.filter { !ours.contains($0) }))
+                } else if conflicting.contains(change.index) {
+                    // The child's value replaces one this context set since: what only that
+                    // value referred to stops referring back.
+                    dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: theirs.filter { !ours.contains($0) }, gained: ours.filter { !theirs.contains($0) }))
+                }
             }
             if !changes.isEmpty { result.append((object, RowUpdate(id: update.id, changes: changes))) }
         }
@@ -456,7 +511,32 @@ extension ObjectGraph {
             error.conflicts = conflicts
             throw error
         }
-        return (result, deletions, kept, dropped, conflicts)
+        return (result, deletions, kept, dropped, joinedDeleted, conflicts)
+    }
+
+    /// Refuses a child's save that relates an object to one pending deletion here through a
+    /// relationship whose delete rule is `deny`: the deletion could not be saved then.
+    private func checkDenyRules(of deletedHere: ManagedObject, joined: [Int: [ObjectID]], in save: ChildSave) throws(StoreError) {
+        for index in joined.keys.sorted() {
+            guard let info = relationships[deletedHere.entityIndex][index], info.deleteRule == .deny else { continue }
+            for id in joined[index]! {
+                // The target's side as the child's save leaves it.
+                let inverse: Value
+                if let row = save.inserted.first(where: { $0.id == id }) {
+                    inverse = row.values[info.inverseIndex]
+                } else if let change = save.updated.first(where: { $0.id == id })?.changes.first(where: { $0.index == info.inverseIndex }) {
+                    inverse = change.value
+                } else {
+                    let target = self.object(with: id)
+                    load(target)
+                    guard target.lifecycle == .inserted || target.lifecycle == .persistent else { continue }
+                    inverse = target.storage[info.inverseIndex]
+                }
+                guard inverse.refers(to: deletedHere.objectID) else { continue }
+                throw StoreError(.deleteRule, "\(deletedHere.objectID) is deleted in \(link.name), and its relationship \"\(info.name)\" (delete rule deny) would refer to \(id), which the child's save relates to it; remove that from the child's save, or save the deletion first",
+                                 object: deletedHere.objectID, key: info.name)
+            }
+        }
     }
 
     /// Refuses a child's deletions that this context's delete rules cannot carry out over
@@ -606,6 +686,8 @@ extension ObjectGraph {
             for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
         }
         var dropped: [DroppedRelationship] = []
+        // Objects pending deletion here that the save related to other objects.
+        var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         for (id, object) in changed {
             if object.missingWhenLoaded {
                 // Looked for before it was saved: here now (see `reviveIfPresent`).
@@ -637,6 +719,9 @@ extension ObjectGraph {
                 // checked against the store's when saved) but takes the values, so that
                 // rolling it back shows the current ones.
                 if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs {
+                    // (Not what it was read with: what it then lost here was not related any more.)
+                    let joined = joinedObjects(of: object.entityIndex, from: [object.storage, object.base ?? []], to: theirs)
+                    if !joined.isEmpty { joinedDeleted.append((object, joined)) }
                     object.storage = theirs
                     object.base = theirs
                     pendingNotification.refreshed.insert(id)
@@ -659,6 +744,10 @@ extension ObjectGraph {
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
+        // The delete rules of a pending deletion reach what the save related to the object (an
+        // album added to an artist deleted here is deleted by its cascade), as they reached
+        // what it was related to when it was deleted.
+        for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         return (conflicts, touched)
     }
 
@@ -690,8 +779,10 @@ extension ObjectGraph {
         }
     }
 
-    /// A relationship change of this context's that a merge replaced by the save's value:
-    /// the objects only our value referred to, and those only theirs refers to.
+    /// A relationship value that a merge policy replaced by the other side's — this context's
+    /// change replaced by a merged save's value or kept over it, a child's change dropped or
+    /// applied over this context's: the objects only the replaced value referred to (`lost`),
+    /// and those only the value kept refers to (`gained`).
     struct DroppedRelationship {
         let source: ObjectID
         let index: Int
@@ -700,32 +791,51 @@ extension ObjectGraph {
         let gained: [ObjectID]
     }
 
-    /// Brings the other side of a dropped relationship change in step: objects our value
-    /// referred to no longer refer back (a to-one goes back to its base value when that is
-    /// another object, which lists it again), objects theirs refers to refer back.
+    /// Brings the other side of a dropped relationship change in step: objects the dropped
+    /// value referred to no longer refer back (a to-one goes back to its base value when that
+    /// is another object, which refers to it again — a to-many lists it, an empty to-one
+    /// takes it back: one-to-one pairs are put back on both sides; one given another object
+    /// since leaves it empty), objects the value kept refers to refer back.
     private func restoreInverses(of change: DroppedRelationship) {
         let inverse = change.info.inverseIndex
+        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .persistent || object.lifecycle == .inserted }
         for id in change.lost {
-            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            // Loaded if need be: a value replaced by a merge may refer to objects this context
+            // never read, which its view shows referring back.
+            let target = object(with: id)
+            load(target)
+            guard isAlive(target) else { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids.filter { $0 != change.source }))
             case .object(let source) where source == change.source:
                 let before = target.base?[inverse] ?? .null
-                let previous = before.objectID.flatMap { $0 == change.source ? nil : registered[$0] }
-                setPrimitive(target, index: inverse, value: previous == nil ? .null : before)
-                // The object it went back to lists it again (a to-many on the other side).
-                if let previous, previous.isLoaded, previous.lifecycle == .persistent || previous.lifecycle == .inserted,
-                    case .objects(let ids) = previous.storage[change.index], !ids.contains(id)
-                {
-                    setPrimitive(previous, index: change.index, value: .objects(ids + [id]))
+                var back = Value.null
+                if let previousID = before.objectID, previousID != change.source {
+                    let previous = object(with: previousID)
+                    load(previous)
+                    if isAlive(previous) {
+                        switch previous.storage[change.index] {
+                        case .objects(let ids):
+                            if !ids.contains(id) { setPrimitive(previous, index: change.index, value: .objects(ids + [id])) }
+                            back = before
+                        case .null:
+                            setPrimitive(previous, index: change.index, value: .object(id))
+                            back = before
+                        case .object(let other) where other == id:
+                            back = before
+                        default:
+                            break  // given another object since: this one stays without
+                        }
+                    }
                 }
+                setPrimitive(target, index: inverse, value: back)
             default:
                 break
             }
         }
         for id in change.gained {
-            guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
+            guard let target = registered[id], target.isLoaded, isAlive(target) else { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where !ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
@@ -776,6 +886,17 @@ extension ObjectGraph {
             Conflict(object: object.objectID, key: entity.property(at: $0).name, base: base[$0], ours: object.storage[$0],
                      theirs: theirs[$0], theirVersion: version)
         }
+        if policy == .error || policy == .contextWins || policy == .overwrite {
+            // A to-one both sides changed keeps ours: what only their value refers to stops
+            // referring back (took it from the save, or shows it in the view), as a value of
+            // ours the policy replaces is taken back on both sides below.
+            for index in conflicting {
+                guard let info = relationships[object.entityIndex][index] else { continue }
+                let ours = Self.targets(object.storage[index]), replaced = Self.targets(theirs[index])
+                dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
+                                                   lost: replaced.filter { !ours.contains($0) }, gained: ours.filter { !replaced.contains($0) }))
+            }
+        }
         let keepOurs: Set<Int>
         switch policy {
         case .error:
@@ -791,8 +912,14 @@ extension ObjectGraph {
                 return conflicts
             }
             keepOurs = object.changedKeys
-        case .contextWins, .overwrite:
+        case .contextWins:
             keepOurs = object.changedKeys
+        case .overwrite:
+            // Our whole object as we see it, as at the store: attributes the save changed and
+            // we did not keep our values too, and are saved as changes of ours. (Relationships
+            // stay per key: keeping one side alone would break the pair.)
+            let attributes = schema.layout.entities[object.entityIndex].attributeCount
+            keepOurs = object.changedKeys.union((0..<attributes).filter { theirs[$0] != object.storage[$0] })
         case .storeWins:
             keepOurs = object.changedKeys.subtracting(conflicting)
         case .rollback:

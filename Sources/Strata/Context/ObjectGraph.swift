@@ -583,25 +583,61 @@ final class ObjectGraph {
         }
         for (index, info) in relationships[object.entityIndex].enumerated() {
             guard let info else { continue }
-            let targets = Self.targets(object.storage[index])
-            switch info.deleteRule {
-            case .deny where !wasInserted:
-                continue  // checked when saving: the related objects must be gone by then
-            case .nullify, .deny:
-                for id in targets { removeInverse(of: object.objectID, from: self.object(with: id), at: info.inverseIndex) }
-            case .cascade:
-                for id in targets {
-                    let target = self.object(with: id)
-                    load(target)
-                    // Only what still belongs to the object: a parent applying a child's save
-                    // can hold a list the child emptied by moving its members elsewhere (the
-                    // deleted object's own update is not sent), and those members stay.
-                    guard target.storage[info.inverseIndex].refers(to: object.objectID) else { continue }
-                    removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
-                    cascade.append(target)
-                }
+            applyDeleteRule(info, of: object, wasInserted: wasInserted, to: Self.targets(object.storage[index]), cascadingInto: &cascade)
+        }
+    }
+
+    /// Applies one relationship's delete rule of a deleted object to `targets`: `nullify`
+    /// takes the object out of their inverse, `cascade` adds those that still refer back to
+    /// `cascade`, `deny` waits for the save (or nullifies, for an object never saved).
+    private func applyDeleteRule(
+        _ info: RelationshipInfo, of object: ManagedObject, wasInserted: Bool, to targets: [ObjectID],
+        cascadingInto cascade: inout [ManagedObject]
+    ) {
+        switch info.deleteRule {
+        case .deny where !wasInserted:
+            return  // checked when saving: the related objects must be gone by then
+        case .nullify, .deny:
+            for id in targets { removeInverse(of: object.objectID, from: self.object(with: id), at: info.inverseIndex) }
+        case .cascade:
+            for id in targets {
+                let target = self.object(with: id)
+                load(target)
+                // Only what still belongs to the object: a parent applying a child's save
+                // can hold a list the child emptied by moving its members elsewhere (the
+                // deleted object's own update is not sent), and those members stay.
+                guard target.storage[info.inverseIndex].refers(to: object.objectID) else { continue }
+                removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
+                cascade.append(target)
             }
         }
+    }
+
+    /// Applies the delete rules of an object pending deletion to objects that joined its
+    /// relationships after it was deleted (by key: the objects joined) — a merged save or a
+    /// child's save related them to it: `cascade` deletes them, `nullify` takes the object
+    /// out of their relationships, and `deny` is checked when saving, as for the members it
+    /// had when deleted. Without this the store refused the save (a cascade or an inverse
+    /// not carried out), or a new member stayed behind as an orphan.
+    func applyDeleteRules(of object: ManagedObject, toJoined joined: [Int: [ObjectID]]) {
+        guard object.lifecycle == .deleted else { return }
+        var cascade: [ManagedObject] = []
+        for index in joined.keys.sorted() {
+            guard let info = relationships[object.entityIndex][index] else { continue }
+            applyDeleteRule(info, of: object, wasInserted: false, to: joined[index]!, cascadingInto: &cascade)
+        }
+        while let next = cascade.popLast() { deleteOne(next, cascadingInto: &cascade) }
+    }
+
+    /// The objects `new` relates to that none of `old` did, by relationship key.
+    func joinedObjects(of entity: Int, from old: [[Value]], to new: [Value]) -> [Int: [ObjectID]] {
+        var joined: [Int: [ObjectID]] = [:]
+        for (index, info) in relationships[entity].enumerated() where info != nil {
+            let before = Set(old.flatMap { $0.indices.contains(index) ? Self.targets($0[index]) : [] })
+            let added = Self.targets(new[index]).filter { !before.contains($0) }
+            if !added.isEmpty { joined[index] = added }
+        }
+        return joined
     }
 
     // MARK: - Uniques

@@ -11,6 +11,12 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// Save our value for every conflicting key; their changes to other keys are kept.
     case contextWins
     /// Save our whole object as we see it, discarding their changes to any key.
+    ///
+    /// At the store, relationships included (a save that would leave a pair's other side
+    /// disagreeing is refused as an inverse violation). In a child's save into its parent
+    /// and in a merge, every attribute of our object is kept, the keys only they changed
+    /// included; relationships are kept per key, as under ``contextWins`` (ours where we
+    /// changed them, theirs elsewhere), so that both sides of every pair stay in step.
     case overwrite
     /// Drop all our changes to an object that has a conflict; save the rest.
     case rollback

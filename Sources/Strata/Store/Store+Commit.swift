@@ -250,14 +250,28 @@ struct CommitPlan {
     /// rules did to the other side — refer to it again, as it still refers to them. Without
     /// this, the save the policy resolved was refused as an inverse violation. (An object
     /// this change set gave another one instead still disagrees, and is refused as before.)
+    /// A kept object lets go of the objects the change set deletes — what the deletion's
+    /// `cascade` rules took — as a parent context keeping a child's deletion does: it listed
+    /// them still, and the save was refused as an inverse violation.
     private mutating func restoreReferences(toKept kept: [(id: ObjectID, entity: Int, values: [Value])]) {
         var position: [ObjectID: Int] = [:]
         for (i, update) in updates.enumerated() { position[update.id] = i }
+        let deleted = Set(deletions)
         for (id, entity, values) in kept {
             let properties = schema.entities[entity]
+            var lettingGo: [PropertyChange] = []
+            for (offset, relationship) in properties.relationships.enumerated() {
+                let index = properties.attributes.count + offset
+                let targets = Self.targets(values[index])
+                if targets.contains(where: deleted.contains) {
+                    let left = targets.filter { !deleted.contains($0) }
+                    lettingGo.append(PropertyChange(index: index, value: relationship.isToMany ? .objects(left) : .null))
+                }
+            }
+            if !lettingGo.isEmpty { updates.append(RowUpdate(id: id, changes: lettingGo)) }
             for (offset, relationship) in properties.relationships.enumerated() {
                 let inverseIndex = schema.entity(named: relationship.destination)!.propertyIndex(named: relationship.inverse)!
-                for target in Self.targets(values[properties.attributes.count + offset]) {
+                for target in Self.targets(values[properties.attributes.count + offset]) where !deleted.contains(target) {
                     guard let u = position[target], let c = updates[u].changes.firstIndex(where: { $0.index == inverseIndex }) else { continue }
                     switch updates[u].changes[c].value {
                     case .objects(let ids) where !ids.contains(id): updates[u].changes[c].value = .objects(ids + [id])

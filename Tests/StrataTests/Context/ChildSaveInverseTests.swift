@@ -45,6 +45,36 @@ import Testing
         await f.close()
     }
 
+    @Test("a child's move of a song applied over the parent's move of it leaves the parent's album without it",
+          arguments: parentTiers, [MergePolicy.contextWins, .overwrite])
+    func appliedMove(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let parent = f.context
+        let child = ObjectContext(parent: parent, name: "editor")
+        await child.setMergePolicy(policy)
+        // The child moves S from X to Y; the parent meanwhile moves S to a new album Z.
+        await child.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        let z = await parent.perform { c in
+            let z = c.insert(Album.self)
+            z.albumID = 77
+            z.title = "Z"
+            c.object(with: o.s, as: Song.self).album = z
+            return z.objectID
+        }
+        try await child.save()
+        let (album, y, zSongs, disagreements) = await parent.perform { c in
+            (c.object(with: o.s, as: Song.self).album?.objectID, c.object(with: o.y, as: Album.self).songs.map(\.objectID),
+             c.object(with: z, as: Album.self).songs.map(\.objectID), relationshipDisagreements(c))
+        }
+        #expect(album == o.y && y == [o.s] && zSongs.isEmpty, "S.album \(String(describing: album)); Y.songs \(y), Z.songs \(zSongs)")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        for context in [parent] + f.ancestors { try await context.save() }
+        #expect(f.generation.integrityProblems().isEmpty, "\(f.generation.integrityProblems())")
+        #expect(f.generation.value(o.s, "album") == .object(o.y))
+        await f.close()
+    }
+
     @Test("a child's move of a song its parent deleted since leaves no reference to the song in the parent",
           arguments: parentTiers, [MergePolicy.storeWins, .contextWins, .overwrite, .rollback])
     func moveOfDeletedObject(tier: Tier, policy: MergePolicy) async throws {

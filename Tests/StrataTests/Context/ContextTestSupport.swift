@@ -154,3 +154,36 @@ func firstElement<Element: Sendable>(of stream: AsyncStream<Element>, timeout: D
         return first
     }
 }
+
+// MARK: - Both sides of every relationship
+
+/// Every relationship of the objects `c` holds (alive ones, loaded if they were faults) whose
+/// other side does not refer back, or that refers to a deleted object: empty when both sides
+/// of every relationship agree in the context.
+func relationshipDisagreements(_ c: isolated ObjectContext) -> [String] {
+    var problems: [String] = []
+    for object in c.registeredObjects where !object.isDeleted {
+        for relationship in object.entity.relationships {
+            for target in object[relationship.name].referencedObjects {
+                let other = c.object(with: target)
+                if other.isDeleted {
+                    problems.append("\(object.objectID).\(relationship.name) refers to deleted \(target)")
+                } else if !other[relationship.inverse].refers(to: object.objectID) {
+                    problems.append("\(object.objectID).\(relationship.name) refers to \(target), whose \(relationship.inverse) is \(other[relationship.inverse])")
+                }
+            }
+        }
+    }
+    return problems.sorted()
+}
+
+/// The integrity problems of the store `directory` holds, opened again (after `store` closed).
+func integrityProblemsAfterReopening(_ store: Store, in directory: TemporaryDirectory, schema: Schema = Fixtures.songbook) async throws
+    -> [Generation.IntegrityProblem]
+{
+    await store.close()
+    let reopened = try StoreTesting.open(in: directory, schema: schema)
+    let problems = reopened.currentGeneration.integrityProblems()
+    await reopened.close()
+    return problems
+}

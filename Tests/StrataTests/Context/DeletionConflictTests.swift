@@ -64,6 +64,32 @@ import Testing
         await p.close()
     }
 
+    @Test("a cascading deletion of an artist changed elsewhere that the merge policy drops lets go of the albums its cascade deleted",
+          arguments: [false, true], [MergePolicy.storeWins, .rollback])
+    func droppedCascadingDeletion(separateCoordinators: Bool, policy: MergePolicy) async throws {
+        let p = try Pair(separateCoordinators: separateCoordinators)
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(policy)
+        _ = await p.a.perform { c in c.object(with: o.a1, as: Artist.self).name }
+        await p.b.perform { c in c.object(with: o.a1, as: Artist.self).name = "b's" }
+        try await p.b.save()
+        // A1's albums cascade (X), X's songs deny (S goes first).
+        await p.a.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.a1))
+        }
+        await #expect(throws: Never.self, "\(policy)") { try await p.a.save() }
+        let g = p.store.currentGeneration
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.value(o.a1, "name") == .string("b's") && g.value(o.a1, "albums") == .objects([]))
+        #expect(g.object(o.x) == nil && g.object(o.s) == nil)
+        let (deleted, albums, pending, disagreements) = await p.a.perform { c in
+            (c.object(with: o.a1).isDeleted, c.object(with: o.a1)["albums"], c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(!deleted && albums == .objects([]) && !pending && disagreements.isEmpty, "\(albums), \(disagreements)")
+        await p.close()
+    }
+
     @Test("a child's save changing an object its parent deleted since is a conflict", arguments: [MergePolicy.error, .storeWins])
     func childSaveOfObjectDeletedInParent(policy: MergePolicy) async throws {
         let f = try ContextFixture(.root)

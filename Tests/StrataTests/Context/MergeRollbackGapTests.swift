@@ -79,6 +79,36 @@ import Testing
         await p.close()
     }
 
+    @Test("merge under a policy keeping our move of a to-one: the object the save moved it to lets go of it",
+          arguments: [MergePolicy.contextWins, .overwrite])
+    func mergeKeepsOurMove(policy: MergePolicy) async throws {
+        let p = try Pair()
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(policy)
+        await p.a.perform { c in
+            _ = c.object(with: o.a3, as: Artist.self).albums  // load a3
+            c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+        }
+        let saves = p.b.didSave()
+        await p.b.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+        try await p.b.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        let (artist, a2Albums, a3Albums, disagreements) = await p.a.perform { c in
+            (c.object(with: o.x, as: Album.self).artist?.objectID,
+             c.object(with: o.a2, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.a3, as: Artist.self).albums.map(\.objectID), relationshipDisagreements(c))
+        }
+        #expect(artist == o.a2 && a2Albums == [o.x])
+        #expect(a3Albums == [], "a3.albums still lists x, whose artist is a2")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        try await p.a.save()  // before: inverseViolation
+        let g = p.store.currentGeneration
+        #expect(g.value(o.x, "artist") == .object(o.a2) && g.value(o.a3, "albums") == .objects([]))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        await p.close()
+    }
+
     /// (The object deleted has a change here — the inverse of ours — so under `error` the
     /// merge keeps it as a conflict: `DeletionConflictTests`. Under `storeWins` the deletion
     /// wins and the references our changes made to it go.)

@@ -128,6 +128,34 @@ import Testing
         await f.close()
     }
 
+    @Test("an album an import adds for an artist the view context has deleted goes with the artist's cascade",
+          arguments: StackPreset.allCases)
+    func importedMemberOfPendingCascade(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let o = try await seedSongbook(f.store)
+        let view = f.stack.viewContext
+        await view.setMergePolicy(.contextWins)
+        let importer = f.stack.newImportContext()
+        await importer.setMergePolicy(.contextWins)  // (its save into the view, where the view is its parent, meets the deletion)
+        _ = await importer.perform { c in c.object(with: o.a2, as: Artist.self).name }
+        // The user deletes A2 (albums: cascade); an import then adds an album for it.
+        await view.perform { c in c.delete(c.object(with: o.a2)) }
+        let z = await importer.perform { c in
+            let album = c.insert(Album.self)
+            album.albumID = 50
+            album.title = "Imported"
+            album.artist = c.object(with: o.a2, as: Artist.self)
+            return album.objectID
+        }
+        try await f.saveDurably(importer)
+        await waitUntil(view, "\(preset): the view context takes the imported album with the artist") { c in c.object(with: z).isDeleted }
+        try await f.saveDurably(view)
+        let g = f.store.currentGeneration
+        #expect(g.object(o.a2) == nil && g.object(z) == nil, "\(preset): the album outlived its artist")
+        #expect(g.integrityProblems().isEmpty, "\(preset): \(g.integrityProblems())")
+        await f.close()
+    }
+
     @Test("a save resolves conflicts by the saving context's policy and reports them", arguments: StackPreset.allCases)
     func saveReportsResolvedConflicts(preset: StackPreset) async throws {
         let f = try await Fixture(preset)

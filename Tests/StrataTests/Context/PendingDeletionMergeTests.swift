@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// A pending deletion meeting another context's save that relates objects to the deleted
+/// one: the deletion's delete rules apply to them — `cascade` deletes them, `nullify` takes
+/// the deleted object out of their relationships, `deny` refuses the save naming them — so
+/// that the save of the deletion either commits a consistent state or is refused for a
+/// stated reason. (A merged album for an artist deleted here was left to the store, which
+/// refused the save as a delete-rule or inverse violation; a child's album for an artist its
+/// parent deleted became an orphan.)
+@Suite struct PendingDeletionMergeTests {
+    enum Merging: String, CaseIterable, Sendable {
+        case explicit, automatic
+    }
+
+    /// How the other save reaches the context, and the context's merge policy.
+    struct Way: Sendable, CustomTestStringConvertible {
+        var merging: Merging
+        var policy: MergePolicy
+        var testDescription: String { "\(merging), \(policy)" }
+
+        static let all: [Way] = Merging.allCases.flatMap { merging in
+            [MergePolicy.error, .contextWins, .overwrite, .storeWins, .rollback].map { Way(merging: merging, policy: $0) }
+        }
+    }
+
+    /// A context saving where `f.context` saves: a root context on the same coordinator, or
+    /// a sibling child.
+    static func sibling(of f: ContextFixture) -> ObjectContext {
+        if let parent = f.ancestors.first { return ObjectContext(parent: parent, name: "other") }
+        return ObjectContext(coordinator: f.coordinator, name: "other")
+    }
+
+    /// Makes `change` in another context, saves it, and merges the save into `f.context`:
+    /// explicitly, or by following its parent (the store's commits, for a root context)
+    /// until `merged` holds.
+    static func mergeOtherSave<T: Sendable>(
+        into f: ContextFixture, _ merging: Merging, until merged: @escaping @Sendable (isolated ObjectContext) -> Bool,
+        _ change: @escaping @Sendable (isolated ObjectContext) -> T
+    ) async throws -> T {
+        let other = sibling(of: f)
+        if merging == .automatic { await f.context.perform { c in c.automaticallyMergesChanges = true } }
+        let saves = other.didSave()
+        let made = await other.perform { c in change(c) }
+        try await other.save()
+        switch merging {
+        case .explicit:
+            let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+            await f.context.merge(save)
+        case .automatic:
+            await waitUntil(f.context, "the context merges the other save", merged)
+        }
+        return made
+    }
+
+    /// Saves the context, then its ancestors if it saved; the context's refusal, if any.
+    static func saveThrough(_ f: ContextFixture) async throws -> StoreError? {
+        do {
+            try await f.context.save()
+        } catch {
+            return error
+        }
+        for ancestor in f.ancestors { try await ancestor.save() }
+        return nil
+    }
+
+    @Test("a pending cascade deletion takes the members a merged save added to the deleted object",
+          arguments: Tier.allCases, Way.all)
+    func mergedMemberOfCascade(tier: Tier, way: Way) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        // A2 has no albums yet; Artist.albums cascades.
+        await f.context.perform { c in
+            c.mergePolicy = way.policy
+            c.delete(c.object(with: o.a2))
+        }
+        let z = try await Self.mergeOtherSave(into: f, way.merging, until: { c in c.object(with: o.a2)["albums"] != .objects([]) }) { c in
+            let album = c.insert(Album.self)
+            album.albumID = 50
+            album.title = "Added"
+            album.artist = c.object(with: o.a2, as: Artist.self)
+            return album.objectID
+        }
+        let (taken, disagreements) = await f.context.perform { c in (c.object(with: z).isDeleted, relationshipDisagreements(c)) }
+        #expect(taken, "the cascade left the album the merge added for the deleted artist")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        let refusal = try await Self.saveThrough(f)
+        if let refusal {
+            // Under `error` the deletion of an artist changed since it was read is a conflict.
+            #expect(refusal.code == .conflict && way.policy == .error, "\(refusal)")
+        }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        if refusal == nil {
+            if g.object(o.a2) == nil { #expect(g.object(z) == nil, "an orphan album remains") }
+            #expect(g.object(z) == nil || g.value(z, "artist") == .object(o.a2))
+            let after = await f.context.perform { c in relationshipDisagreements(c) }
+            #expect(after.isEmpty, "\(after)")
+        }
+        await f.close()
+    }
+
+    @Test("a pending nullify deletion is taken out of the relationships a merged save gave it",
+          arguments: Tier.allCases, Way.all)
+    func mergedReferenceToNullified(tier: Tier, way: Way) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        // Y has no songs and no artist; Album.artist nullifies.
+        await f.context.perform { c in
+            c.mergePolicy = way.policy
+            _ = c.object(with: o.a2, as: Artist.self).name
+            c.delete(c.object(with: o.y))
+        }
+        try await Self.mergeOtherSave(into: f, way.merging, until: { c in c.object(with: o.y)["artist"] != .null }) { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+        }
+        let (albums, disagreements) = await f.context.perform { c in
+            (c.object(with: o.a2)["albums"], relationshipDisagreements(c))
+        }
+        #expect(!albums.refers(to: o.y), "A2 still lists the album deleted here: \(albums)")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        let refusal = try await Self.saveThrough(f)
+        if let refusal { #expect(refusal.code == .conflict && way.policy == .error, "\(refusal)") }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        if refusal == nil {
+            #expect(g.object(o.y) == nil || g.value(o.y, "artist") == .object(o.a2))
+            let after = await f.context.perform { c in relationshipDisagreements(c) }
+            #expect(after.isEmpty, "\(after)")
+        }
+        await f.close()
+    }
+
+    @Test("a pending deletion whose deny rule meets an object a merged save related to it refuses the save, naming both",
+          arguments: Tier.allCases, Way.all)
+    func mergedMemberOfDeny(tier: Tier, way: Way) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        // Album.songs denies.
+        await f.context.perform { c in
+            c.mergePolicy = way.policy
+            c.delete(c.object(with: o.y))
+        }
+        let song = try await Self.mergeOtherSave(into: f, way.merging, until: { c in c.object(with: o.y)["songs"] != .objects([]) }) { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(60)
+            song.title = "Added"
+            song.milliseconds = 1_000
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        }
+        let error = await #expect(throws: StoreError.self) { try await f.context.save() }
+        #expect(error?.code == .deleteRule && error?.object == o.y && error?.key == "songs", "\(String(describing: error))")
+        #expect(error?.message.contains(song.description) == true, "\(String(describing: error))")
+        await f.close()
+    }
+
+    // MARK: A child's save into a parent with a pending deletion
+
+    static let parentTiers: [Tier] = [.root, .mainRoot, .child]
+    static let childPolicies: [MergePolicy] = [.contextWins, .overwrite, .storeWins, .rollback]
+
+    @Test("a child's album for an artist its parent deleted since is taken by the parent's cascade, not left an orphan",
+          arguments: parentTiers, childPolicies)
+    func childMemberOfParentsCascade(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        let parent = f.context
+        let child = ObjectContext(parent: parent, name: "editor")
+        await child.setMergePolicy(policy)
+        _ = await child.perform { c in c.object(with: o.a2, as: Artist.self).name }
+        await parent.perform { c in c.delete(c.object(with: o.a2)) }
+        let z = await child.perform { c in
+            let album = c.insert(Album.self)
+            album.albumID = 50
+            album.title = "Added"
+            album.artist = c.object(with: o.a2, as: Artist.self)
+            return album.objectID
+        }
+        try await child.save()
+        let (taken, artist, disagreements) = await parent.perform { c in
+            let album = c.object(with: z)
+            return (album.isDeleted, album["artist"], relationshipDisagreements(c))
+        }
+        #expect(taken, "the parent kept the child's album with artist \(artist)")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        let (childSees, pending) = await child.perform { c in (c.object(with: z).isDeleted, c.hasChanges) }
+        #expect(childSees && !pending, "the child still shows the album its parent's cascade took")
+        for context in [parent] + f.ancestors { try await context.save() }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.object(o.a2) == nil && g.object(z) == nil)
+        await f.close()
+    }
+
+    @Test("a child's song on an album its parent deleted since (songs: deny) refuses the child's save, and changes nothing",
+          arguments: parentTiers, childPolicies)
+    func childMemberOfParentsDeny(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        let parent = f.context
+        let child = ObjectContext(parent: parent, name: "editor")
+        await child.setMergePolicy(policy)
+        _ = await child.perform { c in c.object(with: o.y, as: Album.self).title }
+        await parent.perform { c in c.delete(c.object(with: o.y)) }
+        let song = await child.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(60)
+            song.title = "Added"
+            song.milliseconds = 1_000
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        }
+        let error = await #expect(throws: StoreError.self) { try await child.save() }
+        #expect(error?.code == .deleteRule && error?.object == o.y && error?.key == "songs", "\(String(describing: error))")
+        #expect(error?.message.contains(song.description) == true, "\(String(describing: error))")
+        let (deleted, known) = await parent.perform { c in (c.object(with: o.y).isDeleted, c.registeredObject(for: song) != nil) }
+        #expect(deleted && !known, "a refused save changed the parent")
+        for context in [parent] + f.ancestors { try await context.save() }
+        #expect(f.generation.object(o.y) == nil && f.generation.integrityProblems().isEmpty)
+        await f.close()
+    }
+}
