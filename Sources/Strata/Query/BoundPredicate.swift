@@ -284,14 +284,16 @@ final class BoundComparison {
         default: break
         }
         if comparison.op == .matches {
-            guard case .value(.string(let pattern)) = right else {
+            guard case .value(.string(let pattern)) = right, case .value(.string(let written)) = comparison.right else {
                 throw StoreError(.invalidQuery, "MATCHES needs a regular expression string on the right", key: keyText)
             }
             do {
-                regex = try NSRegularExpression(pattern: "^(?:" + pattern + ")$",
+                // The whole text, as NSPredicate's MATCHES (ICU's `matches`): `\z`, not `$`,
+                // which also matches before a line break that ends the text.
+                regex = try NSRegularExpression(pattern: #"\A(?:"# + pattern + #")\z"#,
                                                 options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
             } catch {
-                throw StoreError(.invalidQuery, "MATCHES: \"\(pattern)\" is not a regular expression: \(error)", key: keyText)
+                throw StoreError(.invalidQuery, "MATCHES: \"\(written)\" is not a regular expression: \(error)", key: keyText)
             }
         } else {
             regex = nil

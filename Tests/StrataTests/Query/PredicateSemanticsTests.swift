@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// What predicates mean, case by case, against what a Core Data user expects of
+/// `NSPredicate` (and what docs/ARCHITECTURE.md "Queries" says where Strata differs), each
+/// checked through every path a fetch takes: the store's generation with its indexes, the
+/// same rows without indexes, and a context evaluating its unsaved objects in memory.
+@Suite struct PredicateSemanticsTests {
+    /// The songbook schema, or a schema like it without any index.
+    static func songbook(indexed: Bool) -> Schema { indexed ? Fixtures.songbook : QueryPropertyTests.unindexed }
+
+    /// The `label` of every object of `entity` that `format` matches, ordered by `label`,
+    /// through each path: `"unsaved"` (a context's fetch over objects it inserted and has
+    /// not saved), `"unsaved count"`, then, after saving, `"store"` (the generation, with
+    /// indexes), `"store count"`, `"saved"` (a fresh context's fetch), and the same three
+    /// over a store of `unindexed` (`"store without indexes"`...).
+    static func paths(
+        _ schemas: (indexed: Schema, unindexed: Schema), entity: String, _ format: String, label: String,
+        populate: @escaping @Sendable (isolated ObjectContext) -> Void
+    ) async throws -> [String: [String]] {
+        let request = FetchRequest(entity: entity, predicate: try ObjectPredicate(format: format), sortBy: [SortKey(label)])
+        @Sendable func labels(_ values: [Value]) -> [String] {
+            values.map { if case .string(let text) = $0 { text } else { "\($0)" } }
+        }
+        var results: [String: [String]] = [:]
+        for (schema, suffix) in [(schemas.indexed, ""), (schemas.unindexed, " without indexes")] {
+            let directory = TemporaryDirectory("predicate-semantics")
+            defer { directory.remove() }
+            let store = try StoreTesting.create(in: directory, schema: schema)
+            let coordinator = Coordinator(store: store)
+            let context = ObjectContext(coordinator: coordinator, name: "unsaved")
+            let unsaved = try await context.perform { c -> ([String], Int) in
+                populate(c)
+                return (labels(try c.fetch(request).map { $0[label] }), try c.count(for: request))
+            }
+            results["unsaved" + suffix] = unsaved.0
+            results["unsaved count" + suffix] = ["\(unsaved.1)"]
+            _ = try await context.perform { c in try await c.save() }
+            let generation = store.currentGeneration
+            let index = schema.entity(named: entity)!.propertyIndex(named: label)!
+            results["store" + suffix] = labels(try generation.fetch(request).map { $0.values[index] })
+            results["store count" + suffix] = ["\(try generation.count(for: request))"]
+            let saved = ObjectContext(coordinator: coordinator, name: "saved")
+            results["saved" + suffix] = try await saved.perform { c in labels(try c.fetch(request).map { $0[label] }) }
+            await store.close()
+        }
+        return results
+    }
+
+    /// `paths` over the songbook schema.
+    static func songbookPaths(
+        entity: String, _ format: String, label: String, populate: @escaping @Sendable (isolated ObjectContext) -> Void
+    ) async throws -> [String: [String]] {
+        try await paths((songbook(indexed: true), songbook(indexed: false)), entity: entity, format, label: label, populate: populate)
+    }
+
+    /// Expects every path to give `expected` (and every count its count).
+    static func expectEveryPath(_ results: [String: [String]], _ expected: [String], _ comment: Comment,
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+        let wanted = results.mapValues { _ in expected }.merging(
+            results.keys.filter { $0.contains("count") }.map { ($0, ["\(expected.count)"]) }) { $1 }
+        let wrong = results.filter { wanted[$0.key] != $0.value }
+        #expect(wrong.isEmpty, "\(comment): expected \(expected), found \(wrong.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })",
+                sourceLocation: sourceLocation)
+    }
+
+    /// Inserts albums with the given titles (and album IDs counting from 1).
+    static func albums(_ titles: [String]) -> @Sendable (isolated ObjectContext) -> Void {
+        { c in
+            for (i, title) in titles.enumerated() {
+                let album = c.insert(entity: "Album")
+                album["albumID"] = .int(Int64(i + 1))
+                album["title"] = .string(title)
+            }
+        }
+    }
+}
+
+// MARK: - MATCHES
+
+extension PredicateSemanticsTests {
+    /// NSPredicate's MATCHES matches the whole string (ICU's `matches`); a `$` at the end of
+    /// the wrapped expression also matched before a final line break, so "abc\n" matched "abc".
+    @Test("MATCHES must match the whole string, a final line break included")
+    func matchesWholeStringWithFinalLineBreak() async throws {
+        for (format, expected) in [("title MATCHES 'abc'", ["abc"]), ("title MATCHES[c] 'ABC'", ["abc"]),
+                                   ("title MATCHES 'abc\\n'", ["abc\n"]), ("title MATCHES 'abc\\\\s'", ["abc\n"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(["abc", "abc\n", "xabc"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
