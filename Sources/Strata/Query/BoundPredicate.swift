@@ -250,8 +250,9 @@ final class BoundComparison {
             if case .key(let path) = left { path.text } else if case .key(let path) = right { path.text } else { "" }
         func coerce(_ value: Value) throws(StoreError) -> Value {
             let coerced = try Self.coerce(value, to: keyType, key: keyText)
-            // A regular expression keeps its case (the expression compiles case-insensitive instead).
-            return comparison.op == .matches ? coerced : Self.fold(coerced, comparison.options)
+            // A regular expression keeps its case (the expression compiles case-insensitive
+            // instead), but loses its diacritics under [d], as the text it is matched with does.
+            return Self.fold(coerced, comparison.op == .matches ? comparison.options.subtracting(.caseInsensitive) : comparison.options)
         }
         func coerceSide(_ side: Side) throws(StoreError) -> Side {
             switch side {

@@ -90,4 +90,20 @@ extension PredicateSemanticsTests {
             Self.expectEveryPath(results, expected, "\(format)")
         }
     }
+
+    /// `[d]` makes MATCHES diacritic-insensitive: the text is compared without its
+    /// diacritics, so the expression must be too — an accented letter in it matched nothing,
+    /// not even the same text.
+    @Test("MATCHES[d] ignores diacritics in the expression as well as in the text")
+    func matchesDiacriticInsensitiveExpression() async throws {
+        let titles = ["Café", "Cafe", "Cafe\u{301}", "CAFÉ", "Cafés"]
+        for (format, expected) in [("title MATCHES[d] 'Café'", ["Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[d] 'Cafe'", ["Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[cd] 'CAFÉ'", ["CAFÉ", "Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[cd] 'c[aà]fé.?'", ["CAFÉ", "Cafe", "Cafe\u{301}", "Café", "Cafés"]),
+                                   ("title MATCHES 'Café'", ["Café"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(titles))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
 }
