@@ -91,34 +91,46 @@ struct BoundKeyPath: Hashable {
     var ownIndex: Int? { steps.count == 1 && !isCount && !isMultiple ? steps[0].index : nil }
 
     /// The values the path gives for an object with `values`, reading related objects from `reader`.
+    ///
+    /// A nil (or missing) to-one relationship gives nil for the rest of the path, one nil
+    /// for each object it was reached from: `album.artist.name` is nil for an album without
+    /// an artist, and `songs.album.title` has a nil for each song without an album (as
+    /// NSPredicate's key-value coding has an `NSNull`). A to-many relationship reached
+    /// through nil gives no values.
     func resolve(_ values: [Value], reader: some RowReader) -> [Value] {
-        var current: [[Value]] = [values]
+        // Each object reached so far; `nil` where a to-one relationship on the way was nil.
+        var current: [[Value]?] = [values]
         for (position, step) in steps.enumerated() {
             let isLast = position == steps.count - 1
             if isLast {
                 if isCount {
                     return current.map { row in
+                        guard let row else { return .null }
                         if case .objects(let ids) = row[step.index] { return .int(Int64(ids.count)) }
                         return .int(0)
                     }
                 }
                 if case .toMany = step.kind {
                     return current.flatMap { row -> [Value] in
-                        guard case .objects(let ids) = row[step.index] else { return [] }
+                        guard case .objects(let ids)? = row?[step.index] else { return [] }
                         return ids.map(Value.object)
                     }
                 }
-                return current.map { $0[step.index] }
+                return current.map { $0?[step.index] ?? .null }
             }
-            var next: [[Value]] = []
+            var next: [[Value]?] = []
             for row in current {
+                guard let row else {
+                    // Past a nil to-one: nil stays nil, and a to-many relationship of nothing is empty.
+                    if case .toOne = step.kind { next.append(nil) }
+                    continue
+                }
                 switch row[step.index] {
-                case .object(let id): if let target = reader.values(of: id) { next.append(target) }
+                case .object(let id): next.append(reader.values(of: id))
                 case .objects(let ids): for id in ids { if let target = reader.values(of: id) { next.append(target) } }
-                default: break  // nil to-one: the path gives nothing (a comparison with nil sees .null)
+                default: if case .toOne = step.kind { next.append(nil) }
                 }
             }
-            if next.isEmpty && !isMultiple { return [.null] }
             current = next
         }
         return []

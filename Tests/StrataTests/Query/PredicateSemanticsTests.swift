@@ -10,6 +10,23 @@ import Testing
     /// The songbook schema, or a schema like it without any index.
     static func songbook(indexed: Bool) -> Schema { indexed ? Fixtures.songbook : QueryPropertyTests.unindexed }
 
+    /// A shelf of books, each with an optional author that is not the shelf's inverse: a
+    /// to-one relationship reached through a to-many one, which may be nil.
+    static func library(indexed: Bool) -> Schema {
+        try! Schema("Shelves", version: 1, entities: [
+            Entity("Shelf",
+                   attributes: [Attribute("label", .string, unique: indexed)],
+                   relationships: [Relationship("books", to: "Book", inverse: "shelf", toMany: true)]),
+            Entity("Book",
+                   attributes: [Attribute("title", .string, indexed: indexed)],
+                   relationships: [Relationship("shelf", to: "Shelf", inverse: "books"),
+                                   Relationship("author", to: "Author", inverse: "books")]),
+            Entity("Author",
+                   attributes: [Attribute("name", .string, optional: true, indexed: indexed)],
+                   relationships: [Relationship("books", to: "Book", inverse: "author", toMany: true)]),
+        ])
+    }
+
     /// The `label` of every object of `entity` that `format` matches, ordered by `label`,
     /// through each path: `"unsaved"` (a context's fetch over objects it inserted and has
     /// not saved), `"unsaved count"`, then, after saving, `"store"` (the generation, with
@@ -103,6 +120,44 @@ extension PredicateSemanticsTests {
                                    ("title MATCHES[cd] 'c[aà]fé.?'", ["CAFÉ", "Cafe", "Cafe\u{301}", "Café", "Cafés"]),
                                    ("title MATCHES 'Café'", ["Café"])] {
             let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(titles))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
+// MARK: - Key paths
+
+extension PredicateSemanticsTests {
+    /// A key path through a nil to-one relationship gives nil, also past a to-many one: for
+    /// each book, `books.author.name` is its author's name or nil, as NSPredicate's key-value
+    /// coding gives (`NSNull` for each book without an author). A book without an author
+    /// was left out, so `ALL books.author.name == 'X'` held for a shelf with such a book,
+    /// while `ANY books.author == nil` found it.
+    @Test("a to-one relationship past a to-many one gives nil for each object where it is nil")
+    func nilToOnePastToMany() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            let x = c.insert(entity: "Author"), unnamed = c.insert(entity: "Author")
+            x["name"] = .string("X")
+            for (label, authors) in [("A", [x, nil]), ("B", [x]), ("C", []), ("D", [unnamed])] as [(String, [ManagedObject?])] {
+                let shelf = c.insert(entity: "Shelf")
+                shelf["label"] = .string(label)
+                for (i, writer) in authors.enumerated() {
+                    let book = c.insert(entity: "Book")
+                    book["title"] = .string("\(label)\(i)")
+                    book["shelf"] = .object(shelf.objectID)
+                    if let writer { book["author"] = .object(writer.objectID) }
+                }
+            }
+        }
+        for (format, expected) in [("ANY books.author == nil", ["A"]),
+                                   ("ANY books.author.name == nil", ["A", "D"]),
+                                   ("ANY books.author.name != 'X'", ["A", "D"]),
+                                   ("ALL books.author.name == 'X'", ["B", "C"]),
+                                   ("NONE books.author.name == nil", ["B", "C"]),
+                                   ("ANY books.author.name == 'X'", ["A", "B"]),
+                                   ("ANY books.author.books.@count == nil", ["A"])] {
+            let results = try await Self.paths((Self.library(indexed: true), Self.library(indexed: false)), entity: "Shelf", format,
+                                               label: "label", populate: populate)
             Self.expectEveryPath(results, expected, "\(format)")
         }
     }
