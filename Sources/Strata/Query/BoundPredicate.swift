@@ -330,7 +330,10 @@ final class BoundComparison {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a date; \"\(text)\" is not an ISO-8601 date like 2020-01-31T00:00:00Z", key: key)
             }
             return .date(date)
-        case (.double, .int(let i)): return .double(Double(i))
+        case (.double, .int(let i)):
+            // Only where the double is the same number: 2^53 + 1 is no double, and stays an
+            // int that compares exactly.
+            return Double(exactly: i).map(Value.double) ?? value
         case (.bool, .int(let i)):
             // 1 and 0 are YES and NO, as in NSPredicate; another number would match nothing.
             guard i == 0 || i == 1 else {

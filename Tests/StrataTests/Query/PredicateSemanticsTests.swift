@@ -162,3 +162,40 @@ extension PredicateSemanticsTests {
         }
     }
 }
+
+// MARK: - Numbers
+
+extension PredicateSemanticsTests {
+    /// An int and a double compare by their exact values, as SQLite compares an integer with
+    /// a real: beyond 2^53 a double is not every int, and converting the int to a double
+    /// made 2^53 + 1 equal to 2^53.0 (and not greater than it), in a scan and through the
+    /// index alike.
+    @Test("ints and doubles compare exactly, beyond 2^53 too")
+    func intsAndDoublesCompareExactly() async throws {
+        let big: Int64 = 1 << 53
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (title, albumID, rating) in [("2^53", big, Double(big)), ("2^53+1", big + 1, Double(big)), ("-2^63", Int64.min, -0x1p63),
+                                             ("max", Int64.max, 0x1p63)] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string(title)
+                album["albumID"] = .int(albumID)
+                album["rating"] = .double(rating)
+            }
+        }
+        for (format, expected) in [("albumID == 9007199254740992.0", ["2^53"]),
+                                   ("albumID > 9007199254740992.0", ["2^53+1", "max"]),
+                                   ("albumID >= 9007199254740993.0", ["2^53", "2^53+1", "max"]),  // the literal is 2^53.0
+                                   ("albumID IN {9007199254740992.0, 1.5}", ["2^53"]),
+                                   ("albumID < 9223372036854775807.0", ["-2^63", "2^53", "2^53+1", "max"]),
+                                   ("albumID == 9223372036854775807.0", []),
+                                   ("albumID == -9223372036854775808.0", ["-2^63"]),
+                                   ("rating == 9007199254740993", []),
+                                   ("rating < 9007199254740993", ["-2^63", "2^53", "2^53+1"]),
+                                   ("rating > 9223372036854775807", ["max"]),
+                                   ("albumID == rating", ["-2^63", "2^53"]),
+                                   ("albumID < rating", ["max"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
