@@ -91,34 +91,46 @@ struct BoundKeyPath: Hashable {
     var ownIndex: Int? { steps.count == 1 && !isCount && !isMultiple ? steps[0].index : nil }
 
     /// The values the path gives for an object with `values`, reading related objects from `reader`.
+    ///
+    /// A nil (or missing) to-one relationship gives nil for the rest of the path, one nil
+    /// for each object it was reached from: `album.artist.name` is nil for an album without
+    /// an artist, and `songs.album.title` has a nil for each song without an album (as
+    /// NSPredicate's key-value coding has an `NSNull`). A to-many relationship reached
+    /// through nil gives no values.
     func resolve(_ values: [Value], reader: some RowReader) -> [Value] {
-        var current: [[Value]] = [values]
+        // Each object reached so far; `nil` where a to-one relationship on the way was nil.
+        var current: [[Value]?] = [values]
         for (position, step) in steps.enumerated() {
             let isLast = position == steps.count - 1
             if isLast {
                 if isCount {
                     return current.map { row in
+                        guard let row else { return .null }
                         if case .objects(let ids) = row[step.index] { return .int(Int64(ids.count)) }
                         return .int(0)
                     }
                 }
                 if case .toMany = step.kind {
                     return current.flatMap { row -> [Value] in
-                        guard case .objects(let ids) = row[step.index] else { return [] }
+                        guard case .objects(let ids)? = row?[step.index] else { return [] }
                         return ids.map(Value.object)
                     }
                 }
-                return current.map { $0[step.index] }
+                return current.map { $0?[step.index] ?? .null }
             }
-            var next: [[Value]] = []
+            var next: [[Value]?] = []
             for row in current {
+                guard let row else {
+                    // Past a nil to-one: nil stays nil, and a to-many relationship of nothing is empty.
+                    if case .toOne = step.kind { next.append(nil) }
+                    continue
+                }
                 switch row[step.index] {
-                case .object(let id): if let target = reader.values(of: id) { next.append(target) }
+                case .object(let id): next.append(reader.values(of: id))
                 case .objects(let ids): for id in ids { if let target = reader.values(of: id) { next.append(target) } }
-                default: break  // nil to-one: the path gives nothing (a comparison with nil sees .null)
+                default: if case .toOne = step.kind { next.append(nil) }
                 }
             }
-            if next.isEmpty && !isMultiple { return [.null] }
             current = next
         }
         return []
@@ -250,8 +262,9 @@ final class BoundComparison {
             if case .key(let path) = left { path.text } else if case .key(let path) = right { path.text } else { "" }
         func coerce(_ value: Value) throws(StoreError) -> Value {
             let coerced = try Self.coerce(value, to: keyType, key: keyText)
-            // A regular expression keeps its case (the expression compiles case-insensitive instead).
-            return comparison.op == .matches ? coerced : Self.fold(coerced, comparison.options)
+            // A regular expression keeps its case (the expression compiles case-insensitive
+            // instead), but loses its diacritics under [d], as the text it is matched with does.
+            return Self.fold(coerced, comparison.op == .matches ? comparison.options.subtracting(.caseInsensitive) : comparison.options)
         }
         func coerceSide(_ side: Side) throws(StoreError) -> Side {
             switch side {
@@ -284,14 +297,16 @@ final class BoundComparison {
         default: break
         }
         if comparison.op == .matches {
-            guard case .value(.string(let pattern)) = right else {
+            guard case .value(.string(let pattern)) = right, case .value(.string(let written)) = comparison.right else {
                 throw StoreError(.invalidQuery, "MATCHES needs a regular expression string on the right", key: keyText)
             }
             do {
-                regex = try NSRegularExpression(pattern: "^(?:" + pattern + ")$",
+                // The whole text, as NSPredicate's MATCHES (ICU's `matches`): `\z`, not `$`,
+                // which also matches before a line break that ends the text.
+                regex = try NSRegularExpression(pattern: #"\A(?:"# + pattern + #")\z"#,
                                                 options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
             } catch {
-                throw StoreError(.invalidQuery, "MATCHES: \"\(pattern)\" is not a regular expression: \(error)", key: keyText)
+                throw StoreError(.invalidQuery, "MATCHES: \"\(written)\" is not a regular expression: \(error)", key: keyText)
             }
         } else {
             regex = nil
@@ -315,7 +330,10 @@ final class BoundComparison {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a date; \"\(text)\" is not an ISO-8601 date like 2020-01-31T00:00:00Z", key: key)
             }
             return .date(date)
-        case (.double, .int(let i)): return .double(Double(i))
+        case (.double, .int(let i)):
+            // Only where the double is the same number: 2^53 + 1 is no double, and stays an
+            // int that compares exactly.
+            return Double(exactly: i).map(Value.double) ?? value
         case (.bool, .int(let i)):
             // 1 and 0 are YES and NO, as in NSPredicate; another number would match nothing.
             guard i == 0 || i == 1 else {

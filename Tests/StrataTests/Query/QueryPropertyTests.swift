@@ -350,7 +350,8 @@ struct Reference {
             case .matches:
                 let options: String.CompareOptions = c.options.contains(.caseInsensitive) ? [.regularExpression, .caseInsensitive] : [.regularExpression]
                 let t = c.options.contains(.diacriticInsensitive) ? text.folding(options: .diacriticInsensitive, locale: nil) : text
-                return t.range(of: "^(?:" + pattern + ")$", options: options) != nil
+                let p = c.options.contains(.diacriticInsensitive) ? pattern.folding(options: .diacriticInsensitive, locale: nil) : pattern
+                return t.range(of: #"\A(?:"# + p + #")\z"#, options: options) != nil
             default: return false
             }
         default: return false

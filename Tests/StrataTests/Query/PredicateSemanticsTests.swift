@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// What predicates mean, case by case, against what a Core Data user expects of
+/// `NSPredicate` (and what docs/ARCHITECTURE.md "Queries" says where Strata differs), each
+/// checked through every path a fetch takes: the store's generation with its indexes, the
+/// same rows without indexes, and a context evaluating its unsaved objects in memory.
+@Suite struct PredicateSemanticsTests {
+    /// The songbook schema, or a schema like it without any index.
+    static func songbook(indexed: Bool) -> Schema { indexed ? Fixtures.songbook : QueryPropertyTests.unindexed }
+
+    /// A shelf of books, each with an optional author that is not the shelf's inverse: a
+    /// to-one relationship reached through a to-many one, which may be nil.
+    static func library(indexed: Bool) -> Schema {
+        try! Schema("Shelves", version: 1, entities: [
+            Entity("Shelf",
+                   attributes: [Attribute("label", .string, unique: indexed)],
+                   relationships: [Relationship("books", to: "Book", inverse: "shelf", toMany: true)]),
+            Entity("Book",
+                   attributes: [Attribute("title", .string, indexed: indexed)],
+                   relationships: [Relationship("shelf", to: "Shelf", inverse: "books"),
+                                   Relationship("author", to: "Author", inverse: "books")]),
+            Entity("Author",
+                   attributes: [Attribute("name", .string, optional: true, indexed: indexed)],
+                   relationships: [Relationship("books", to: "Book", inverse: "author", toMany: true)]),
+        ])
+    }
+
+    /// The `label` of every object of `entity` that `format` matches, ordered by `label`,
+    /// through each path: `"unsaved"` (a context's fetch over objects it inserted and has
+    /// not saved), `"unsaved count"`, then, after saving, `"store"` (the generation, with
+    /// indexes), `"store count"`, `"saved"` (a fresh context's fetch), and the same three
+    /// over a store of `unindexed` (`"store without indexes"`...).
+    static func paths(
+        _ schemas: (indexed: Schema, unindexed: Schema), entity: String, _ format: String, label: String,
+        populate: @escaping @Sendable (isolated ObjectContext) -> Void
+    ) async throws -> [String: [String]] {
+        let request = FetchRequest(entity: entity, predicate: try ObjectPredicate(format: format), sortBy: [SortKey(label)])
+        @Sendable func labels(_ values: [Value]) -> [String] {
+            values.map { if case .string(let text) = $0 { text } else { "\($0)" } }
+        }
+        var results: [String: [String]] = [:]
+        for (schema, suffix) in [(schemas.indexed, ""), (schemas.unindexed, " without indexes")] {
+            let directory = TemporaryDirectory("predicate-semantics")
+            defer { directory.remove() }
+            let store = try StoreTesting.create(in: directory, schema: schema)
+            let coordinator = Coordinator(store: store)
+            let context = ObjectContext(coordinator: coordinator, name: "unsaved")
+            let unsaved = try await context.perform { c -> ([String], Int) in
+                populate(c)
+                return (labels(try c.fetch(request).map { $0[label] }), try c.count(for: request))
+            }
+            results["unsaved" + suffix] = unsaved.0
+            results["unsaved count" + suffix] = ["\(unsaved.1)"]
+            _ = try await context.perform { c in try await c.save() }
+            let generation = store.currentGeneration
+            let index = schema.entity(named: entity)!.propertyIndex(named: label)!
+            results["store" + suffix] = labels(try generation.fetch(request).map { $0.values[index] })
+            results["store count" + suffix] = ["\(try generation.count(for: request))"]
+            let saved = ObjectContext(coordinator: coordinator, name: "saved")
+            results["saved" + suffix] = try await saved.perform { c in labels(try c.fetch(request).map { $0[label] }) }
+            await store.close()
+        }
+        return results
+    }
+
+    /// `paths` over the songbook schema.
+    static func songbookPaths(
+        entity: String, _ format: String, label: String, populate: @escaping @Sendable (isolated ObjectContext) -> Void
+    ) async throws -> [String: [String]] {
+        try await paths((songbook(indexed: true), songbook(indexed: false)), entity: entity, format, label: label, populate: populate)
+    }
+
+    /// Expects every path to give `expected` (and every count its count).
+    static func expectEveryPath(_ results: [String: [String]], _ expected: [String], _ comment: Comment,
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+        let wanted = results.mapValues { _ in expected }.merging(
+            results.keys.filter { $0.contains("count") }.map { ($0, ["\(expected.count)"]) }) { $1 }
+        let wrong = results.filter { wanted[$0.key] != $0.value }
+        #expect(wrong.isEmpty, "\(comment): expected \(expected), found \(wrong.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })",
+                sourceLocation: sourceLocation)
+    }
+
+    /// Inserts albums with the given titles (and album IDs counting from 1).
+    static func albums(_ titles: [String]) -> @Sendable (isolated ObjectContext) -> Void {
+        { c in
+            for (i, title) in titles.enumerated() {
+                let album = c.insert(entity: "Album")
+                album["albumID"] = .int(Int64(i + 1))
+                album["title"] = .string(title)
+            }
+        }
+    }
+}
+
+// MARK: - MATCHES
+
+extension PredicateSemanticsTests {
+    /// NSPredicate's MATCHES matches the whole string (ICU's `matches`); a `$` at the end of
+    /// the wrapped expression also matched before a final line break, so "abc\n" matched "abc".
+    @Test("MATCHES must match the whole string, a final line break included")
+    func matchesWholeStringWithFinalLineBreak() async throws {
+        for (format, expected) in [("title MATCHES 'abc'", ["abc"]), ("title MATCHES[c] 'ABC'", ["abc"]),
+                                   ("title MATCHES 'abc\\n'", ["abc\n"]), ("title MATCHES 'abc\\\\s'", ["abc\n"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(["abc", "abc\n", "xabc"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+
+    /// `[d]` makes MATCHES diacritic-insensitive: the text is compared without its
+    /// diacritics, so the expression must be too — an accented letter in it matched nothing,
+    /// not even the same text.
+    @Test("MATCHES[d] ignores diacritics in the expression as well as in the text")
+    func matchesDiacriticInsensitiveExpression() async throws {
+        let titles = ["Café", "Cafe", "Cafe\u{301}", "CAFÉ", "Cafés"]
+        for (format, expected) in [("title MATCHES[d] 'Café'", ["Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[d] 'Cafe'", ["Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[cd] 'CAFÉ'", ["CAFÉ", "Cafe", "Cafe\u{301}", "Café"]),
+                                   ("title MATCHES[cd] 'c[aà]fé.?'", ["CAFÉ", "Cafe", "Cafe\u{301}", "Café", "Cafés"]),
+                                   ("title MATCHES 'Café'", ["Café"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(titles))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
+// MARK: - Key paths
+
+extension PredicateSemanticsTests {
+    /// A key path through a nil to-one relationship gives nil, also past a to-many one: for
+    /// each book, `books.author.name` is its author's name or nil, as NSPredicate's key-value
+    /// coding gives (`NSNull` for each book without an author). A book without an author
+    /// was left out, so `ALL books.author.name == 'X'` held for a shelf with such a book,
+    /// while `ANY books.author == nil` found it.
+    @Test("a to-one relationship past a to-many one gives nil for each object where it is nil")
+    func nilToOnePastToMany() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            let x = c.insert(entity: "Author"), unnamed = c.insert(entity: "Author")
+            x["name"] = .string("X")
+            for (label, authors) in [("A", [x, nil]), ("B", [x]), ("C", []), ("D", [unnamed])] as [(String, [ManagedObject?])] {
+                let shelf = c.insert(entity: "Shelf")
+                shelf["label"] = .string(label)
+                for (i, writer) in authors.enumerated() {
+                    let book = c.insert(entity: "Book")
+                    book["title"] = .string("\(label)\(i)")
+                    book["shelf"] = .object(shelf.objectID)
+                    if let writer { book["author"] = .object(writer.objectID) }
+                }
+            }
+        }
+        for (format, expected) in [("ANY books.author == nil", ["A"]),
+                                   ("ANY books.author.name == nil", ["A", "D"]),
+                                   ("ANY books.author.name != 'X'", ["A", "D"]),
+                                   ("ALL books.author.name == 'X'", ["B", "C"]),
+                                   ("NONE books.author.name == nil", ["B", "C"]),
+                                   ("ANY books.author.name == 'X'", ["A", "B"]),
+                                   ("ANY books.author.books.@count == nil", ["A"])] {
+            let results = try await Self.paths((Self.library(indexed: true), Self.library(indexed: false)), entity: "Shelf", format,
+                                               label: "label", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
+// MARK: - Numbers
+
+extension PredicateSemanticsTests {
+    /// An int and a double compare by their exact values, as SQLite compares an integer with
+    /// a real: beyond 2^53 a double is not every int, and converting the int to a double
+    /// made 2^53 + 1 equal to 2^53.0 (and not greater than it), in a scan and through the
+    /// index alike.
+    @Test("ints and doubles compare exactly, beyond 2^53 too")
+    func intsAndDoublesCompareExactly() async throws {
+        let big: Int64 = 1 << 53
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (title, albumID, rating) in [("2^53", big, Double(big)), ("2^53+1", big + 1, Double(big)), ("-2^63", Int64.min, -0x1p63),
+                                             ("max", Int64.max, 0x1p63)] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string(title)
+                album["albumID"] = .int(albumID)
+                album["rating"] = .double(rating)
+            }
+        }
+        for (format, expected) in [("albumID == 9007199254740992.0", ["2^53"]),
+                                   ("albumID > 9007199254740992.0", ["2^53+1", "max"]),
+                                   ("albumID >= 9007199254740993.0", ["2^53", "2^53+1", "max"]),  // the literal is 2^53.0
+                                   ("albumID IN {9007199254740992.0, 1.5}", ["2^53"]),
+                                   ("albumID < 9223372036854775807.0", ["-2^63", "2^53", "2^53+1", "max"]),
+                                   ("albumID == 9223372036854775807.0", []),
+                                   ("albumID == -9223372036854775808.0", ["-2^63"]),
+                                   ("rating == 9007199254740993", []),
+                                   ("rating < 9007199254740993", ["-2^63", "2^53", "2^53+1"]),
+                                   ("rating > 9223372036854775807", ["max"]),
+                                   ("albumID == rating", ["-2^63", "2^53"]),
+                                   ("albumID < rating", ["max"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
