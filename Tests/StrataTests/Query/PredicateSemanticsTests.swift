@@ -125,6 +125,42 @@ extension PredicateSemanticsTests {
     }
 }
 
+// MARK: - Strings
+
+extension PredicateSemanticsTests {
+    /// The string operators compare Unicode scalars, as `==`, the sort order and MATCHES do
+    /// (by UTF-8 bytes; docs/ARCHITECTURE.md "Queries"): "é" as one scalar and as "e" plus a
+    /// combining accent are two spellings, which `[d]` makes one. They compared Swift
+    /// characters, so `title LIKE 'Café'` matched a spelling `title == 'Café'` did not,
+    /// `CONTAINS 'e'` missed the "e" of "Cafe\u{301}", and `LIKE 'Caf?'` disagreed with
+    /// `MATCHES 'Caf.'`.
+    @Test("string operators compare Unicode scalars, as == and MATCHES do")
+    func stringOperatorsCompareScalars() async throws {
+        let nfc = "Caf\u{E9}", nfd = "Cafe\u{301}"
+        for (format, expected) in [("title == 'Caf\u{E9}'", [nfc]),
+                                   ("title LIKE 'Caf\u{E9}'", [nfc]),
+                                   ("title BEGINSWITH 'Caf\u{E9}'", [nfc]),
+                                   ("title ENDSWITH '\u{E9}'", [nfc]),
+                                   ("title CONTAINS 'f\u{E9}'", [nfc]),
+                                   ("title IN {'Caf\u{E9}'}", [nfc]),
+                                   ("title BEGINSWITH 'Cafe'", ["Cafe", nfd]),
+                                   ("title CONTAINS 'e'", ["Cafe", nfd, "Tea"]),
+                                   ("title ENDSWITH '\u{301}'", [nfd]),
+                                   ("title LIKE 'Caf?'", ["Cafe", nfc]),
+                                   ("title MATCHES 'Caf.'", ["Cafe", nfc]),
+                                   ("title LIKE 'Cafe?'", [nfd]),
+                                   ("title MATCHES 'Cafe.'", [nfd]),
+                                   ("title LIKE '*e*'", ["Cafe", nfd, "Tea"]),
+                                   ("title LIKE[d] 'Cafe'", ["Cafe", nfd, nfc]),
+                                   ("title BEGINSWITH[d] 'Caf\u{E9}'", ["Cafe", nfd, nfc]),
+                                   ("title CONTAINS[cd] 'FE'", ["Cafe", nfd, nfc]),
+                                   ("title ENDSWITH[d] 'e'", ["Cafe", nfd, nfc])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums([nfc, nfd, "Cafe", "Tea"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
 // MARK: - Key paths
 
 extension PredicateSemanticsTests {
