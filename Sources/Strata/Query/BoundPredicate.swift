@@ -340,6 +340,14 @@ final class BoundComparison {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a bool; compare it with true or false (or 1 and 0), not \(i)", key: key)
             }
             return .bool(i == 1)
+        case (.bool, .double(let d)):
+            // So are 1.0 and 0.0 (NSNumbers compare by value, SQLite's integers with reals).
+            guard d == 0 || d == 1 else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a bool; compare it with true or false (or 1 and 0), not \(d)", key: key)
+            }
+            return .bool(d == 1)
+        case (.int, .bool(let b)): return .int(b ? 1 : 0)
+        case (.double, .bool(let b)): return .double(b ? 1 : 0)
         case (.uuid, .string(let text)):
             guard let uuid = UUID(uuidString: text) else {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a uuid; \"\(text)\" is not one", key: key)

@@ -235,3 +235,35 @@ extension PredicateSemanticsTests {
         }
     }
 }
+
+extension PredicateSemanticsTests {
+    /// A bool attribute takes 1 and 0 for true and false and refuses another number
+    /// (docs/ARCHITECTURE.md "Queries"); so too as decimals, which NSPredicate's NSNumbers
+    /// and SQLite's integers compare as equal (`explicit == 1.0` matched nothing and
+    /// `explicit == 0.5` was not refused). And a bool compared with a number is 1 or 0.
+    @Test("bools and numbers compare as 1 and 0, decimals too")
+    func boolsAndNumbers() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (title, explicit, albumID, rating) in [("a", true, 1, 1.0), ("b", false, 0, 0.0), ("c", false, 2, 0.5)] as [(String, Bool, Int64, Double)] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string(title)
+                album["explicit"] = .bool(explicit)
+                album["albumID"] = .int(albumID)
+                album["rating"] = .double(rating)
+            }
+        }
+        for (format, expected) in [("explicit == 1", ["a"]), ("explicit == 1.0", ["a"]), ("explicit == 0.0", ["b", "c"]),
+                                   ("explicit IN {1.0}", ["a"]), ("explicit != 1e0", ["b", "c"]),
+                                   ("albumID == YES", ["a"]), ("albumID == false", ["b"]), ("albumID > NO", ["a", "c"]),
+                                   ("rating == true", ["a"]), ("rating < true", ["b", "c"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        let generation = Generation(schema: Fixtures.songbook)
+        for format in ["explicit == 0.5", "explicit == 2.0", "explicit IN {1, 0.25}"] {
+            #expect(throws: StoreError.self, "\(format)") {
+                try generation.fetch(FetchRequest(entity: "Album", predicate: try ObjectPredicate(format: format)))
+            }
+        }
+    }
+}
