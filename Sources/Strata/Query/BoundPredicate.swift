@@ -340,6 +340,14 @@ final class BoundComparison {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a bool; compare it with true or false (or 1 and 0), not \(i)", key: key)
             }
             return .bool(i == 1)
+        case (.bool, .double(let d)):
+            // So are 1.0 and 0.0 (NSNumbers compare by value, SQLite's integers with reals).
+            guard d == 0 || d == 1 else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a bool; compare it with true or false (or 1 and 0), not \(d)", key: key)
+            }
+            return .bool(d == 1)
+        case (.int, .bool(let b)): return .int(b ? 1 : 0)
+        case (.double, .bool(let b)): return .double(b ? 1 : 0)
         case (.uuid, .string(let text)):
             guard let uuid = UUID(uuidString: text) else {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a uuid; \"\(text)\" is not one", key: key)
@@ -423,10 +431,13 @@ final class BoundComparison {
         case .beginsWith, .endsWith, .contains, .like, .matches:
             guard case .string(let text) = l, case .string(let pattern)? = r else { return false }
             switch op {
-            case .beginsWith: return text.hasPrefix(pattern)
-            case .endsWith: return text.hasSuffix(pattern)
-            case .contains: return pattern.isEmpty || text.contains(pattern)
-            case .like: return Self.like(Array(text), Array(pattern))
+            // By Unicode scalars (UTF-8 bytes), as `==` and the sort order compare, and as
+            // MATCHES reads: Swift's `hasPrefix` and `contains` compare characters, which
+            // made canonically equivalent spellings one here and two for `==`.
+            case .beginsWith: return text.utf8.starts(with: pattern.utf8)
+            case .endsWith: return Self.hasSuffix(text, pattern)
+            case .contains: return Self.contains(text, pattern)
+            case .like: return Self.like(Array(text.unicodeScalars), Array(pattern.unicodeScalars))
             default:
                 guard let regex else { return false }
                 return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
@@ -454,8 +465,34 @@ final class BoundComparison {
         }
     }
 
-    /// `LIKE`: `*` matches any run of characters, `?` any one.
-    static func like(_ text: [Character], _ pattern: [Character]) -> Bool {
+    /// Whether `text` ends with the UTF-8 bytes of `suffix`.
+    static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
+        let (text, suffix) = (text.utf8, suffix.utf8)
+        guard suffix.count <= text.count else { return false }
+        return text[text.index(text.endIndex, offsetBy: -suffix.count)...].elementsEqual(suffix)
+    }
+
+    /// Whether `text` holds the UTF-8 bytes of `part` (which, UTF-8 being self-synchronizing,
+    /// start and end on scalars). Every string contains the empty one.
+    static func contains(_ text: String, _ part: String) -> Bool {
+        var text = text, part = part
+        return text.withUTF8 { text in
+            part.withUTF8 { part in
+                guard let first = part.first else { return true }
+                guard part.count <= text.count else { return false }
+                var start = 0
+                let last = text.count - part.count
+                while start <= last {
+                    if text[start] == first, memcmp(text.baseAddress! + start, part.baseAddress!, part.count) == 0 { return true }
+                    start += 1
+                }
+                return false
+            }
+        }
+    }
+
+    /// `LIKE`: `*` matches any run of Unicode scalars, `?` any one (as `.` in MATCHES).
+    static func like(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Bool {
         var t = 0, p = 0
         var star = -1, mark = 0
         while t < text.count {

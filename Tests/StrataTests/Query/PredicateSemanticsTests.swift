@@ -125,6 +125,42 @@ extension PredicateSemanticsTests {
     }
 }
 
+// MARK: - Strings
+
+extension PredicateSemanticsTests {
+    /// The string operators compare Unicode scalars, as `==`, the sort order and MATCHES do
+    /// (by UTF-8 bytes; docs/ARCHITECTURE.md "Queries"): "é" as one scalar and as "e" plus a
+    /// combining accent are two spellings, which `[d]` makes one. They compared Swift
+    /// characters, so `title LIKE 'Café'` matched a spelling `title == 'Café'` did not,
+    /// `CONTAINS 'e'` missed the "e" of "Cafe\u{301}", and `LIKE 'Caf?'` disagreed with
+    /// `MATCHES 'Caf.'`.
+    @Test("string operators compare Unicode scalars, as == and MATCHES do")
+    func stringOperatorsCompareScalars() async throws {
+        let nfc = "Caf\u{E9}", nfd = "Cafe\u{301}"
+        for (format, expected) in [("title == 'Caf\u{E9}'", [nfc]),
+                                   ("title LIKE 'Caf\u{E9}'", [nfc]),
+                                   ("title BEGINSWITH 'Caf\u{E9}'", [nfc]),
+                                   ("title ENDSWITH '\u{E9}'", [nfc]),
+                                   ("title CONTAINS 'f\u{E9}'", [nfc]),
+                                   ("title IN {'Caf\u{E9}'}", [nfc]),
+                                   ("title BEGINSWITH 'Cafe'", ["Cafe", nfd]),
+                                   ("title CONTAINS 'e'", ["Cafe", nfd, "Tea"]),
+                                   ("title ENDSWITH '\u{301}'", [nfd]),
+                                   ("title LIKE 'Caf?'", ["Cafe", nfc]),
+                                   ("title MATCHES 'Caf.'", ["Cafe", nfc]),
+                                   ("title LIKE 'Cafe?'", [nfd]),
+                                   ("title MATCHES 'Cafe.'", [nfd]),
+                                   ("title LIKE '*e*'", ["Cafe", nfd, "Tea"]),
+                                   ("title LIKE[d] 'Cafe'", ["Cafe", nfd, nfc]),
+                                   ("title BEGINSWITH[d] 'Caf\u{E9}'", ["Cafe", nfd, nfc]),
+                                   ("title CONTAINS[cd] 'FE'", ["Cafe", nfd, nfc]),
+                                   ("title ENDSWITH[d] 'e'", ["Cafe", nfd, nfc])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums([nfc, nfd, "Cafe", "Tea"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
 // MARK: - Key paths
 
 extension PredicateSemanticsTests {
@@ -196,6 +232,38 @@ extension PredicateSemanticsTests {
                                    ("albumID < rating", ["max"])] {
             let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
             Self.expectEveryPath(results, expected, "\(format)")
+        }
+    }
+}
+
+extension PredicateSemanticsTests {
+    /// A bool attribute takes 1 and 0 for true and false and refuses another number
+    /// (docs/ARCHITECTURE.md "Queries"); so too as decimals, which NSPredicate's NSNumbers
+    /// and SQLite's integers compare as equal (`explicit == 1.0` matched nothing and
+    /// `explicit == 0.5` was not refused). And a bool compared with a number is 1 or 0.
+    @Test("bools and numbers compare as 1 and 0, decimals too")
+    func boolsAndNumbers() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (title, explicit, albumID, rating) in [("a", true, 1, 1.0), ("b", false, 0, 0.0), ("c", false, 2, 0.5)] as [(String, Bool, Int64, Double)] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string(title)
+                album["explicit"] = .bool(explicit)
+                album["albumID"] = .int(albumID)
+                album["rating"] = .double(rating)
+            }
+        }
+        for (format, expected) in [("explicit == 1", ["a"]), ("explicit == 1.0", ["a"]), ("explicit == 0.0", ["b", "c"]),
+                                   ("explicit IN {1.0}", ["a"]), ("explicit != 1e0", ["b", "c"]),
+                                   ("albumID == YES", ["a"]), ("albumID == false", ["b"]), ("albumID > NO", ["a", "c"]),
+                                   ("rating == true", ["a"]), ("rating < true", ["b", "c"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        let generation = Generation(schema: Fixtures.songbook)
+        for format in ["explicit == 0.5", "explicit == 2.0", "explicit IN {1, 0.25}"] {
+            #expect(throws: StoreError.self, "\(format)") {
+                try generation.fetch(FetchRequest(entity: "Album", predicate: try ObjectPredicate(format: format)))
+            }
         }
     }
 }

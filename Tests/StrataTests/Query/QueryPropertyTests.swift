@@ -21,7 +21,22 @@ import Testing
         return try! Schema("Songbook", version: 1, entities: entities)
     }()
 
-    static let titles = ["Hells Bells", "hells bells", "Back in Black", "Thunderstruck", "T.N.T.", "Café", "Cafe", "", "Éire", "a*b?c"]
+    /// The songbook schema with every attribute indexed, nullable and double ones included
+    /// (so that every condition on an attribute may be planned on an index).
+    static let allIndexed: Schema = {
+        let entities = Fixtures.songbook.entities.map { entity -> Entity in
+            var copy = entity
+            copy.attributes = entity.attributes.map { attribute in
+                var indexed = attribute
+                indexed.isIndexed = true
+                return indexed
+            }
+            return copy
+        }
+        return try! Schema("Songbook", version: 1, entities: entities)
+    }()
+
+    static let titles = ["Hells Bells", "hells bells", "Back in Black", "Thunderstruck", "T.N.T.", "Café", "Cafe", "Cafe\u{301}", "", "Éire", "a*b?c"]
     static let names: [String?] = ["AC/DC", "ac/dc", "Motörhead", "Queen", nil, "Zebra", "abba"]
 
     /// Random rows: artists, albums (some without artist), songs (some without album).
@@ -89,7 +104,7 @@ import Testing
         case .between:
             let a = randomLiteral(for: key, rng: &rng), b = randomLiteral(for: key, rng: &rng)
             right = .list([a, b])
-        case .like: right = .value(.string(["*ll*", "?afe", "*", "T*", "*b?c", "Back*Black"].randomElement(using: &rng)!))
+        case .like: right = .value(.string(["*ll*", "?afe", "*", "T*", "*b?c", "Back*Black", "Caf?", "*e?"].randomElement(using: &rng)!))
         case .matches: right = .value(.string(["H.*", "[A-Z].*", "caf.", ".*"].randomElement(using: &rng)!))
         case .beginsWith, .endsWith, .contains: right = .value(.string(["h", "H", "ell", "é", "e", "", "Black"].randomElement(using: &rng)!))
         default: break
@@ -126,16 +141,23 @@ import Testing
             indexedDir.remove()
             plainDir.remove()
         }
+        let fullDir = TemporaryDirectory("strata-query")
+        defer { fullDir.remove() }
         let indexed = try StoreTesting.create(in: indexedDir)
         let plain = try StoreTesting.create(in: plainDir, schema: Self.unindexed)
+        let full = try StoreTesting.create(in: fullDir, schema: Self.allIndexed)
         let rows = Self.randomRows(indexed, rng: &rng)
-        _ = plain.allocateObjectIDs(for: "Artist", count: 12)
-        _ = plain.allocateObjectIDs(for: "Album", count: 30)
-        _ = plain.allocateObjectIDs(for: "Song", count: 120)
+        for other in [plain, full] {
+            _ = other.allocateObjectIDs(for: "Artist", count: 12)
+            _ = other.allocateObjectIDs(for: "Album", count: 30)
+            _ = other.allocateObjectIDs(for: "Song", count: 120)
+        }
         try await indexed.commit(ChangeSet(inserted: rows))
         try await plain.commit(ChangeSet(inserted: rows))
+        try await full.commit(ChangeSet(inserted: rows))
         var g = indexed.currentGeneration
         var p = plain.currentGeneration
+        var f = full.currentGeneration
 
         // A context with pending changes on top: renamed titles, changed numbers, a deletion, an insert.
         let coordinator = Coordinator(store: indexed, modelClasses: [Artist.self, Album.self, Song.self])
@@ -178,8 +200,10 @@ import Testing
                 }
                 try await indexed.commit(ChangeSet(updated: updates))
                 try await plain.commit(ChangeSet(updated: updates))
+                try await full.commit(ChangeSet(updated: updates))
                 g = indexed.currentGeneration
                 p = plain.currentGeneration
+                f = full.currentGeneration
                 // The context follows the store: objects it has not changed show the commit.
                 contextState = await context.perform { c in
                     for object in c.registeredObjects where !object.hasChanges && !object.isDeleted { c.refresh(object, mergeChanges: false) }
@@ -198,9 +222,12 @@ import Testing
             let expected = Reference(objects: g.valuesByID, schema: g.schema).fetch(request)
             let fromIndexed = try g.fetch(request).map(\.id)
             let fromPlain = try p.fetch(request).map(\.id)
+            let fromFull = try f.fetch(request).map(\.id)
             #expect(fromIndexed == expected, context_)
             #expect(fromPlain == expected, context_)
+            #expect(fromFull == expected, "every attribute indexed: \(context_)")
             #expect(try g.count(for: request) == expected.count, context_)
+            #expect(try f.count(for: request) == expected.count, "every attribute indexed: \(context_)")
 
             let expectedPending = Reference(objects: contextState, schema: g.schema).fetch(request)
             let fromContext = try await context.perform { c in try c.fetchIDs(request) }
@@ -213,6 +240,97 @@ import Testing
         }
         await indexed.close()
         await plain.close()
+        await full.close()
+    }
+
+    /// A random request of an entity (Song most often: it is the entity with enough changed
+    /// rows for live results to index them).
+    static func randomRequest(rng: inout SeededGenerator) -> FetchRequest {
+        let entity = Int.random(in: 0..<4, using: &rng) > 0 ? "Song" : ["Album", "Artist"].randomElement(using: &rng)!
+        let predicate = Int.random(in: 0..<5, using: &rng) > 0 ? randomPredicate(entity, rng: &rng) : nil
+        let sort = randomSort(entity, rng: &rng)
+        let limit: Int? = Bool.random(using: &rng) ? Int.random(in: 0...20, using: &rng) : nil
+        let offset = Bool.random(using: &rng) ? Int.random(in: 0...5, using: &rng) : 0
+        return FetchRequest(entity: entity, predicate: predicate, sortBy: sort, offset: offset, limit: limit)
+    }
+
+    /// Live results refreshed by one change share the context's changed rows, and index
+    /// them per attribute once there are many (more than 64 of an entity): random result
+    /// sets over a context that changes most songs at once — titles, lengths, deletions,
+    /// insertions, albums' ratings and artists' names, nil ones included — must show what
+    /// the brute-force reference finds in the context's objects, after each of two turns,
+    /// as must the context's fetches and counts.
+    @Test("live results over many unsaved changes agree with brute force", arguments: [1, 2, 3] as [UInt64])
+    func liveResultsOverManyChanges(seed: UInt64) async throws {
+        var rng = SeededGenerator(seed: seed)
+        let directory = TemporaryDirectory("strata-query-live")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, schema: Self.allIndexed)
+        try await store.commit(ChangeSet(inserted: Self.randomRows(store, rng: &rng)))
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let context = ObjectContext(coordinator: coordinator, name: "many changes")
+        let requests = (0..<60).map { _ in Self.randomRequest(rng: &rng) }
+        let changes = UInt64.random(in: 0...UInt64.max, using: &rng)
+        let schema = store.schema
+        let failures = await context.perform { c -> [String] in
+            var local = SeededGenerator(seed: changes)
+            var live: [(request: FetchRequest, ids: () -> [ObjectID])] = []
+            for request in requests {
+                switch request.entity {
+                case "Song":
+                    let results = try! c.fetchedResults(Song.self, request: request)
+                    live.append((request, { results.snapshot.sections.flatMap(\.ids) }))
+                case "Album":
+                    let results = try! c.fetchedResults(Album.self, request: request)
+                    live.append((request, { results.snapshot.sections.flatMap(\.ids) }))
+                default:
+                    let results = try! c.fetchedResults(Artist.self, request: request)
+                    live.append((request, { results.snapshot.sections.flatMap(\.ids) }))
+                }
+            }
+            var failures: [String] = []
+            for turn in 0..<2 {
+                for number in 1...120 where Int.random(in: 0..<4, using: &local) > 0 {
+                    let song = c.object(with: ObjectID(entity: "Song", number: UInt64(number)), as: Song.self)
+                    if song.isDeleted { continue }
+                    if Bool.random(using: &local) { song.title = Self.titles.randomElement(using: &local)! }
+                    if Bool.random(using: &local) { song.milliseconds = Int.random(in: 0...20, using: &local) * 30_000 }
+                    if Int.random(in: 0..<30, using: &local) == 0 { c.delete(song) }
+                }
+                for _ in 0..<10 {
+                    let song = c.insert(Song.self)
+                    song.songID = UUID()
+                    song.title = Self.titles.randomElement(using: &local)!
+                    song.milliseconds = Int.random(in: 0...20, using: &local) * 30_000
+                    if Bool.random(using: &local) {
+                        song.album = c.object(with: ObjectID(entity: "Album", number: UInt64.random(in: 1...30, using: &local)), as: Album.self)
+                    }
+                }
+                for number in 1...30 where Bool.random(using: &local) {
+                    let album = c.object(with: ObjectID(entity: "Album", number: UInt64(number)), as: Album.self)
+                    album.rating = Int.random(in: 0..<3, using: &local) == 0 ? nil : Double(Int.random(in: 0...10, using: &local)) / 2
+                    if Bool.random(using: &local) { album.title = Self.titles.randomElement(using: &local)! }
+                }
+                for number in 1...12 where Bool.random(using: &local) {
+                    let artist = c.object(with: ObjectID(entity: "Artist", number: UInt64(number)), as: Artist.self)
+                    artist.name = Self.names.randomElement(using: &local)!
+                }
+                c.processPendingChanges()
+                let reference = Reference(objects: Self.snapshot(of: c), schema: schema)
+                for (request, ids) in live {
+                    let expected = reference.fetch(request)
+                    let described = "seed \(seed) turn \(turn): \(request.entity) where \(String(describing: request.predicate)) sorted \(request.sortBy ?? []) offset \(request.offset) limit \(String(describing: request.limit))"
+                    if ids() != expected { failures.append("live results \(ids()) != \(expected): \(described)") }
+                    let fetched = try! c.fetchIDs(request)
+                    if fetched != expected { failures.append("fetch \(fetched) != \(expected): \(described)") }
+                    let counted = try! c.count(for: request)
+                    if counted != expected.count { failures.append("count \(counted) != \(expected.count): \(described)") }
+                }
+            }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures.count) failures, the first: \(failures.prefix(3))")
+        await store.close()
     }
 
     /// Every object as the context sees it (pending changes applied, deletions gone).
@@ -313,15 +431,15 @@ struct Reference {
     }
 
     func like(_ text: String, _ pattern: String) -> Bool {
-        var regex = "^"
-        for c in pattern {
+        var regex = #"(?s)\A"#
+        for c in pattern.unicodeScalars {
             switch c {
             case "*": regex += ".*"
             case "?": regex += "."
             default: regex += NSRegularExpression.escapedPattern(for: String(c))
             }
         }
-        return text.range(of: regex + "$", options: .regularExpression) != nil
+        return text.range(of: regex + #"\z"#, options: .regularExpression) != nil
     }
 
     func compare(_ l: Value, _ c: Comparison) -> Bool {
@@ -343,9 +461,10 @@ struct Reference {
             guard case .string(let text) = l else { return false }
             let p: String = if case .string(let f) = lit(.string(pattern)) { f } else { pattern }
             switch c.op {
-            case .beginsWith: return text.hasPrefix(p)
-            case .endsWith: return text.hasSuffix(p)
-            case .contains: return p.isEmpty || text.contains(p)
+            // By scalars, as `==` compares (not Swift's characters).
+            case .beginsWith: return Array(text.unicodeScalars).starts(with: Array(p.unicodeScalars))
+            case .endsWith: return Array(text.unicodeScalars).reversed().starts(with: Array(p.unicodeScalars).reversed())
+            case .contains: return p.isEmpty || text.range(of: p, options: .literal) != nil
             case .like: return like(text, p)
             case .matches:
                 let options: String.CompareOptions = c.options.contains(.caseInsensitive) ? [.regularExpression, .caseInsensitive] : [.regularExpression]
