@@ -48,6 +48,23 @@ enum Tier: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case grandchild
 
     var testDescription: String { rawValue }
+
+    /// A context of this tier on `coordinator`, and its ancestors, nearest first.
+    func contexts(on coordinator: Coordinator) -> (context: ObjectContext, ancestors: [ObjectContext]) {
+        switch self {
+        case .root:
+            return (ObjectContext(coordinator: coordinator, name: "root"), [])
+        case .mainRoot:
+            return (ObjectContext(coordinator: coordinator, executor: .main, name: "main"), [])
+        case .child:
+            let root = ObjectContext(coordinator: coordinator, name: "root")
+            return (ObjectContext(parent: root, name: "child"), [root])
+        case .grandchild:
+            let root = ObjectContext(coordinator: coordinator, name: "root")
+            let child = ObjectContext(parent: root, name: "child")
+            return (ObjectContext(parent: child, name: "grandchild"), [child, root])
+        }
+    }
 }
 
 /// A store, a coordinator and a context in a given tier, with the contexts above it.
@@ -64,23 +81,7 @@ struct ContextFixture {
         directory = TemporaryDirectory(label)
         store = try StoreTesting.create(in: directory, durability: durability)
         coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self], validationRules: validationRules)
-        switch tier {
-        case .root:
-            context = ObjectContext(coordinator: coordinator, name: "root")
-            ancestors = []
-        case .mainRoot:
-            context = ObjectContext(coordinator: coordinator, executor: .main, name: "main")
-            ancestors = []
-        case .child:
-            let root = ObjectContext(coordinator: coordinator, name: "root")
-            context = ObjectContext(parent: root, name: "child")
-            ancestors = [root]
-        case .grandchild:
-            let root = ObjectContext(coordinator: coordinator, name: "root")
-            let child = ObjectContext(parent: root, name: "child")
-            context = ObjectContext(parent: child, name: "grandchild")
-            ancestors = [child, root]
-        }
+        (context, ancestors) = tier.contexts(on: coordinator)
     }
 
     /// Saves the context and every ancestor, so that its changes reach the store.

@@ -44,23 +44,7 @@ import Testing
                 RowImage(id: o.d2, values: [.string("two"), .null]),
             ]))
             coordinator = Coordinator(store: store)
-            switch tier {
-            case .root:
-                context = ObjectContext(coordinator: coordinator, name: "root")
-                ancestors = []
-            case .mainRoot:
-                context = ObjectContext(coordinator: coordinator, executor: .main, name: "main")
-                ancestors = []
-            case .child:
-                let root = ObjectContext(coordinator: coordinator, name: "root")
-                context = ObjectContext(parent: root, name: "child")
-                ancestors = [root]
-            case .grandchild:
-                let root = ObjectContext(coordinator: coordinator, name: "root")
-                let child = ObjectContext(parent: root, name: "child")
-                context = ObjectContext(parent: child, name: "grandchild")
-                ancestors = [child, root]
-            }
+            (context, ancestors) = tier.contexts(on: coordinator)
         }
 
         /// Another context saving where `context` saves.
