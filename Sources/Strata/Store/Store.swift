@@ -151,6 +151,10 @@ public final class Store: Sendable {
         subscribers.subscribe()
     }
 
+    /// How many ``commits()`` streams are listening (for tests: a merge subscription that
+    /// ended is gone).
+    var commitSubscriberCount: Int { subscribers.subscriberCount }
+
     /// Publishes every pending generation up to transaction `durable`, in order, and
     /// delivers their notifications: on the journal's writer queue as batches become
     /// durable (`.full`, `.relaxed`), and by committers themselves under `.none`.
