@@ -219,3 +219,41 @@ import Testing
         await f.close()
     }
 }
+
+extension ContextLifetimeTests {
+    /// Live results are held weakly by their context; one that is dropped stops observing
+    /// at once, not at the context's next change (a screen rebuilding its results for every
+    /// search in a context that changes nothing grew the list with each).
+    @Test("live results dropped leave their context's observers at once", arguments: [Tier.root, .mainRoot, .child])
+    func droppedResultsStopObserving(tier: Tier) async throws {
+        let f = try await LifetimeFixture()
+        let ancestors = Self.ancestors(tier, f)
+        let context = Self.context(tier, f, parent: ancestors.first, name: "results")
+        let request = FetchRequest(entity: "Album", sortBy: [SortKey("title")])
+        let (dropped, observers) = try await context.perform { c in
+            let dropped = try (0..<100).map { _ in WeakReference(try c.fetchedResults(Album.self, request: request)) }
+            return (dropped, c.graph.resultsObservers.count)
+        }
+        let freed = dropped.allSatisfy(\.isGone)
+        #expect(freed, "dropped live results live on")
+        #expect(observers == 0, "\(observers) live results nobody holds are still observed")
+        // Turns that change nothing do not prune them either.
+        let later = await context.perform { c in c.graph.resultsObservers.count }
+        #expect(later == 0, "\(later) live results nobody holds are still observed after a turn")
+        let (diffs, remaining) = try await context.perform { c -> (Int, Int) in
+            let results = try c.fetchedResults(Album.self, request: request)
+            _ = try (0..<10).map { _ in try c.fetchedResults(Album.self, request: request) }
+            var diffs = 0
+            results.onChange = { _ in diffs += 1 }
+            let album = c.insert(Album.self)
+            album.albumID = 100
+            album.title = "new"
+            c.processPendingChanges()
+            return (diffs, c.graph.resultsObservers.count)
+        }
+        #expect(diffs == 1, "the live results kept were not told of the change")
+        #expect(remaining == 1, "\(remaining) live results observed; one is held")
+        withExtendedLifetime(ancestors) {}
+        await f.close()
+    }
+}
