@@ -210,6 +210,10 @@ public final class Store: Sendable {
         return lock
     }
 
+    /// How many hooks wait for the store to close (for tests: an owner that went away took
+    /// its hook with it).
+    var closeHookCount: Int { closeHooks.withLock { $0.hooks.count } }
+
     /// Runs `body` when the store closes (at once if it has): how streams fed by its
     /// commits — a coordinator's ``Coordinator/didSave()`` — end with it.
     func whenClosed(_ body: @escaping @Sendable () -> Void) {

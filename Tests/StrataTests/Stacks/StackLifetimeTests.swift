@@ -122,3 +122,60 @@ import Testing
         directory.remove()
     }
 }
+
+extension StackLifetimeTests {
+    /// A coordinator's did-save stream and a stack's writer outcomes end when the store
+    /// closes: each registers a hook with the store. One that goes away first must take its
+    /// hook with it, or a long-lived store keeps one for every coordinator and stack ever
+    /// made on it (a stack's holding its writer's state and outcome stream).
+    @Test("coordinators and stacks that go away leave no close hooks on their store")
+    func ownersTakeTheirCloseHooks() async throws {
+        let directory = TemporaryDirectory("strata-stack-lifetime")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let before = store.closeHookCount
+        for _ in 0..<20 { _ = Coordinator(store: store) }
+        var stacks: [WeakReference<Stack>] = []
+        for preset in StackPreset.allCases {
+            let stack = Stack(preset, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+            await stack.start()
+            stacks.append(WeakReference(stack))
+        }
+        // Stacks' contexts, which hold the coordinators, are freed by their isolated deinits,
+        // asynchronously by design: polled for, up to a hard deadline.
+        let dropped = stacks
+        #expect(await eventually { dropped.allSatisfy(\.isGone) }, "precondition: the stacks are freed")
+        #expect(await eventually { store.closeHookCount == before },
+                "\(store.closeHookCount - before) close hooks of coordinators and stacks that went away stay with the store")
+        await store.close()
+    }
+
+    /// Nothing can save through a stack that went away: the writer's outcomes end once the
+    /// saves it accepted have reported, as a coordinator's did-save stream ends when the
+    /// coordinator goes away, though the store stays open.
+    @Test("the writer's outcomes of a stack dropped without closing end after its last save", arguments: StackPreset.allCases)
+    func droppedStackEndsWriterSaves(preset: StackPreset) async throws {
+        var f: Fixture? = try await Fixture(preset)
+        let o = f!.objects
+        let outcomes = f!.stack.writerSaves()
+        let editor = await f!.stack.newEditorContext()
+        await editor.perform { c in c.object(with: o.a1, as: Artist.self).name = "edited" }
+        try await f!.stack.save(editor)
+        let asynchronous = f!.stack.savesAsynchronously(editor)
+        let store = f!.store, directory = f!.directory
+        f = nil
+        let reported = Locked(0)
+        let ended = await returns(within: .seconds(10)) {
+            for await outcome in outcomes {
+                #expect(outcome.error == nil)
+                reported.withLock { $0 += 1 }
+            }
+            return true
+        }
+        #expect(ended, "\(preset): the writer's outcomes of a dropped stack never end")
+        #expect(reported.withLock { $0 } == (asynchronous ? 1 : 0), "\(preset): the writer's save was not reported before the end")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("edited"))
+        await store.close()
+        directory.remove()
+    }
+}
