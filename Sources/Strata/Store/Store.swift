@@ -45,7 +45,13 @@ public final class Store: Sendable {
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
     /// What runs when the store closes (see ``whenClosed(_:)``), and whether it has.
-    private let closeHooks = Locked<(closed: Bool, hooks: [@Sendable () -> Void])>((false, []))
+    private let closeHooks = Locked(CloseHooks())
+
+    private struct CloseHooks {
+        var closed = false
+        var lastID = 0
+        var hooks: [(id: Int, body: @Sendable () -> Void)] = []
+    }
     /// The last transaction published. Held while generations are published and their
     /// notifications delivered, so that they go out in transaction order whichever thread
     /// publishes (the journal's writer, or a committer under `.none`). Taken before
@@ -203,10 +209,13 @@ public final class Store: Sendable {
         ensurePublished(journal.lastDurableTransaction)
         subscribers.finish()
         let hooks = closeHooks.withLock { state in
-            defer { state = (closed: true, hooks: []) }
+            defer {
+                state.closed = true
+                state.hooks = []
+            }
             return state.hooks
         }
-        for hook in hooks { hook() }
+        for hook in hooks { hook.body() }
         return lock
     }
 
@@ -215,13 +224,26 @@ public final class Store: Sendable {
     var closeHookCount: Int { closeHooks.withLock { $0.hooks.count } }
 
     /// Runs `body` when the store closes (at once if it has): how streams fed by its
-    /// commits — a coordinator's ``Coordinator/didSave()`` — end with it.
-    func whenClosed(_ body: @escaping @Sendable () -> Void) {
-        let closed = closeHooks.withLock { state in
-            if !state.closed { state.hooks.append(body) }
-            return state.closed
+    /// commits — a coordinator's ``Coordinator/didSave()`` — end with it. Returns what
+    /// ``removeCloseHook(_:)`` takes, or `nil` if the store had closed and `body` ran.
+    ///
+    /// The hook's owner removes it when it goes away first: a long-lived store kept one for
+    /// every coordinator and stack ever made on it.
+    @discardableResult
+    func whenClosed(_ body: @escaping @Sendable () -> Void) -> Int? {
+        let id = closeHooks.withLock { state -> Int? in
+            guard !state.closed else { return nil }
+            state.lastID += 1
+            state.hooks.append((state.lastID, body))
+            return state.lastID
         }
-        if closed { body() }
+        if id == nil { body() }
+        return id
+    }
+
+    /// Forgets a hook of ``whenClosed(_:)`` whose owner went away.
+    func removeCloseHook(_ id: Int) {
+        closeHooks.withLock { $0.hooks.removeAll { $0.id == id } }
     }
 }
 
