@@ -93,4 +93,24 @@ import Testing
         #expect(reopened.currentGeneration.object(o.a1)?.values[1] == .string("renamed"))
         await reopened.close()
     }
+
+    /// Nothing can commit to a store that is gone: its did-commit streams end, as a
+    /// coordinator's did-save stream ends when the coordinator goes away.
+    @Test("the did-commit streams of a store dropped without closing end")
+    func droppedStoreEndsCommits() async throws {
+        let directory = TemporaryDirectory("strata-store-lifetime")
+        defer { directory.remove() }
+        var store: Store? = try StoreTesting.create(in: directory)
+        let commits = store!.commits()
+        try await seedSongbook(store!)
+        let reference = WeakReference(store)
+        store = nil
+        #expect(reference.isGone, "something else holds the dropped store")
+        let ended = await returns(within: .seconds(5)) {
+            var count = 0
+            for await _ in commits { count += 1 }
+            return count == 1
+        }
+        #expect(ended, "the did-commit stream of a dropped store never ends (or missed its commit)")
+    }
 }
