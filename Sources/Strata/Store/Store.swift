@@ -87,6 +87,17 @@ public final class Store: Sendable {
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
     }
 
+    // Nothing can commit to a store that is gone (its journal's deinit closes its files):
+    // its did-commit streams end, and so does whatever waits for it to close.
+    deinit {
+        subscribers.finish()
+        let hooks = closeHooks.withLock { state in
+            defer { state.hooks = [] }
+            return state.closed ? [] : state.hooks
+        }
+        for hook in hooks { hook.body() }
+    }
+
     /// Creates a new, empty store.
     /// - Throws: ``StoreError`` (see ``Journal/create(at:schema:configuration:)``).
     public static func create(at path: String, schema: Schema, configuration: Configuration = Configuration()) throws(StoreError) -> Store {
@@ -152,7 +163,8 @@ public final class Store: Sendable {
     // MARK: - Notifications
 
     /// A stream of every transaction committed from now on, in order, each delivered once
-    /// its generation is published. It ends when the store is closed (at once if it already is).
+    /// its generation is published. It ends when the store is closed (at once if it already
+    /// is), or goes away unclosed.
     public func commits() -> AsyncStream<CommitNotification> {
         subscribers.subscribe()
     }
