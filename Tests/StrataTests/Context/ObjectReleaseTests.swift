@@ -141,3 +141,50 @@ extension ObjectReleaseTests {
         await f.close()
     }
 }
+
+extension ObjectReleaseTests {
+    /// Keys an object set and then gave up, and keys of objects inserted and deleted before
+    /// any save, are not kept either: after a save the record holds only keys of objects
+    /// that still hold them as pending changes, and lookups by key agree with the objects.
+    @Test("after a save, the context keeps no unique key its objects no longer hold", arguments: [Tier.root, .child])
+    func abandonedUniqueKeysAreForgotten(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        for round in 0..<10 {
+            try await f.context.perform { c in
+                let base = round * 1_000
+                for k in 0..<20 {
+                    // Inserted and deleted before any save: nothing to save.
+                    let discarded = c.insert(Artist.self)
+                    discarded.artistID = base + k + 1
+                    c.delete(discarded)
+                    // Its key changed twice before the save.
+                    let renamed = c.insert(Artist.self)
+                    renamed.artistID = base + 100 + k
+                    renamed.artistID = base + 200 + k
+                    renamed.artistID = base + 300 + k
+                }
+                try await c.save()
+                // Saved objects deleted and saved again.
+                for artist in c.objects(of: Artist.self) where artist.artistID >= base + 300 && artist.artistID < base + 310 {
+                    c.delete(artist)
+                }
+                try await c.save()
+            }
+        }
+        let (recorded, pendingKey, deletedKey, renamedKey, abandonedKey) = await f.context.perform { c in
+            let pending = c.insert(Artist.self)
+            pending.artistID = 5_000
+            return (c.graph.pendingUniques.values.reduce(0) { $0 + $1.count },
+                    c.find(Artist.self, uniqueKey: .int(5_000))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(300))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(315))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(115))?.artistID)
+        }
+        #expect(recorded == 1, "\(recorded) unique keys recorded; one object holds one as a pending change")
+        #expect(pendingKey == 5_000)
+        #expect(deletedKey == nil)
+        #expect(renamedKey == 315)
+        #expect(abandonedKey == nil)
+        await f.close()
+    }
+}
