@@ -272,7 +272,7 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
-        forgetSavedUniques(capture)
+        forgetUnheldUniques()
     }
 
     // MARK: - Applying a child's save
