@@ -188,3 +188,46 @@ extension ObjectReleaseTests {
         await f.close()
     }
 }
+
+extension ObjectReleaseTests {
+    /// Tombstones — objects whose deletion a context saved or merged — and objects inserted
+    /// and deleted before any save are never let go: only persistent objects are. A
+    /// long-lived context (a stack's view or writer context, following imports that delete)
+    /// holds one instance, with its last values, for every such object it ever held.
+    ///
+    /// Known, not fixed: a fresh instance of a deleted object loads as *missing*, whose
+    /// `value(forKey:)` throws `objectNotFound` rather than `objectDeleted` and whose
+    /// properties read empty rather than the last snapshot, so letting tombstones go would
+    /// change what asking again by ID gives (or needs a record of the deleted IDs, which
+    /// still grows).
+    @Test("tombstones and discarded inserts nobody holds are let go like unchanged objects")
+    func tombstonesAreLetGo() async throws {
+        let p = try ContextMergeTests.Pair()
+        let ids = try await Self.seed(p.store)
+        // a holds 4,000 artists (fewer than a release pass waits for); b deletes them and a
+        // merges the deletions; a deletes 4,000 others itself and discards 4,096 inserts.
+        let merged = ids.prefix(4_000), own = ids.dropFirst(4_000).prefix(4_000)
+        await p.a.perform { c in for id in merged { _ = c.object(with: id, as: Artist.self).name } }
+        let saves = p.b.didSave()
+        try await p.b.perform { c in
+            for id in merged { c.delete(c.object(with: id)) }
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        try await p.a.perform { c in
+            for id in own { c.delete(c.object(with: id)) }
+            for n in 0..<ObjectGraph.minimumReleaseThreshold { c.delete(c.insert(Artist.self)); _ = n }
+            try await c.save()
+        }
+        let (held, tombstones) = await p.a.perform { c in
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            return (c.registeredObjects.count, c.registeredObjects.filter(\.isDeletedElsewhere).count)
+        }
+        #expect(tombstones == merged.count + own.count, "precondition: the deleted artists are tombstones")
+        withKnownIssue("tombstones and discarded inserts are never let go") {
+            #expect(held < ObjectGraph.minimumReleaseThreshold, "\(held) tombstones and discarded inserts nobody holds are still registered")
+        }
+        await p.close()
+    }
+}
