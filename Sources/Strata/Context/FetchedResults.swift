@@ -68,6 +68,11 @@ public final class FetchedResults<Object: ManagedObject> {
         graph.addResultsObserver(self)
     }
 
+    // The context holds its results weakly: they stop observing it as soon as nobody holds
+    // them, not at its next change. (Not `Sendable`, the results go away in their context's
+    // isolation, where the graph is used.)
+    deinit { graph.removeResultsObserver(ObjectIdentifier(self)) }
+
     /// The sections, with their objects.
     public var sections: [Section] {
         snapshot.sections.map { section in Section(key: section.key, objects: section.ids.map { graph.object(with: $0, as: Object.self) }) }
@@ -170,13 +175,19 @@ extension ObjectGraph {
         resultsObservers.append(WeakResults(results))
     }
 
+    /// Forgets a result set that is going away.
+    func removeResultsObserver(_ results: ObjectIdentifier) {
+        resultsObservers.removeAll { $0.results == results }
+    }
+
     /// Brings every live result set up to date; returns how many there are.
     func notifyResultsObservers(_ notification: ObjectsDidChange) -> Int {
-        resultsObservers.removeAll { $0.notify == nil }
         guard !resultsObservers.isEmpty else { return 0 }
         let change = ResultsChange(notification, view: link.sourceView(), graph: self)
-        for observer in resultsObservers { observer.notify?(change) }
-        return resultsObservers.count
+        // A copy: an `onChange` may make or drop result sets.
+        let observers = resultsObservers
+        for observer in observers { observer.notify(change) }
+        return observers.count
     }
 }
 
@@ -203,17 +214,15 @@ final class ResultsChange {
     }
 }
 
-/// A results controller held weakly by its context.
-final class WeakResults {
-    private(set) var notify: ((ResultsChange) -> Void)?
+/// A results controller held weakly by its context, until it goes away (its deinit
+/// removes it).
+struct WeakResults {
+    /// The result set's identity.
+    let results: ObjectIdentifier
+    let notify: (ResultsChange) -> Void
 
     init<T: ManagedObject>(_ results: FetchedResults<T>) {
-        notify = { [weak results, weak self] change in
-            guard let results else {
-                self?.notify = nil
-                return
-            }
-            results.contextDidChange(change)
-        }
+        self.results = ObjectIdentifier(results)
+        notify = { [weak results] change in results?.contextDidChange(change) }
     }
 }

@@ -290,7 +290,7 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
-        forgetSavedUniques(capture)
+        forgetUnheldUniques()
     }
 
     // MARK: - Applying a child's save

@@ -430,17 +430,24 @@ final class ObjectGraph {
         if !value.isNull { pendingUniques[object.entityIndex, default: [:]][value] = object.objectID }
     }
 
-    /// Forgets the pending unique values of saved objects that have no pending change left:
-    /// the parent's view answers for them now. Without this a long-lived context's record
-    /// grew with every object it ever inserted.
-    func forgetSavedUniques(_ capture: SaveCapture) {
-        guard !pendingUniques.isEmpty else { return }
-        for object in capture.inserted + capture.updated where object.lifecycle == .persistent && object.changedKeys.isEmpty {
-            guard let unique = schema.layout.entities[object.entityIndex].uniqueAttribute else { continue }
-            let value = object.storage[unique]
-            if pendingUniques[object.entityIndex]?[value] == object.objectID {
-                pendingUniques[object.entityIndex]![value] = nil
+    /// Forgets, after a save, every recorded unique value that no object holds as a pending
+    /// change: the saved objects' (the parent's view answers for them now), values objects
+    /// gave up for others before the save, and those of objects inserted and deleted before
+    /// any save. Without this a long-lived context's record grew with every value its
+    /// objects ever held. (Objects with pending changes are never let go, so each value
+    /// kept belongs to a registered object.)
+    func forgetUnheldUniques() {
+        for (entity, values) in pendingUniques {
+            guard let unique = schema.layout.entities[entity].uniqueAttribute else { continue }
+            let held = values.filter { value, id in
+                guard let object = registered[id], object.isLoaded, object.storage[unique] == value else { return false }
+                switch object.lifecycle {
+                case .inserted: return true
+                case .persistent: return !object.changedKeys.isEmpty
+                case .deleted, .discarded, .deletedElsewhere: return false
+                }
             }
+            pendingUniques[entity] = held.isEmpty ? nil : held
         }
     }
 

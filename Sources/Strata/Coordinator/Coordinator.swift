@@ -21,7 +21,10 @@ public actor Coordinator {
     nonisolated let observer: ContextObserver?
     /// Custom validation rules by entity name.
     nonisolated let validationRules: [String: [ValidationRule]]
-    private nonisolated let saves = Broadcast<CommitNotification>()
+    private nonisolated let saves: Broadcast<CommitNotification>
+    /// The store's hook that ends ``didSave()`` when the store closes, removed when the
+    /// coordinator goes away first.
+    private nonisolated let closeHook: Int?
     /// The generation fetches run against when pinned.
     private var pinned: Generation?
 
@@ -46,12 +49,17 @@ public actor Coordinator {
         }
         self.validationRules = Dictionary(grouping: validationRules, by: \.entity)
         // Its did-save stream ends when the store closes, as the store's own does.
-        store.whenClosed { [weak saves] in saves?.finish() }
+        let saves = Broadcast<CommitNotification>()
+        self.saves = saves
+        closeHook = store.whenClosed { [weak saves] in saves?.finish() }
     }
 
     // Nothing can commit through a coordinator that is gone: its subscribers must not wait
-    // for the store to close.
-    deinit { saves.finish() }
+    // for the store to close, and the store has nothing to do for it when it does.
+    deinit {
+        saves.finish()
+        if let closeHook { store.removeCloseHook(closeHook) }
+    }
 
     /// The schema of the store.
     public nonisolated var schema: Schema { store.schema }

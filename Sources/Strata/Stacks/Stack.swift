@@ -57,6 +57,9 @@ public final class Stack: Sendable {
     /// The asynchronous writer's saves in flight (each waits for the one before), the store
     /// failure that ended them, and whether the stack is closed.
     private let writer = Locked(WriterState())
+    /// The store's hook that ends ``writerSaves()`` when the store closes, removed when the
+    /// stack goes away first.
+    private let closeHook: Int?
 
     private struct WriterState {
         var last: Task<Void, Never>?
@@ -99,13 +102,7 @@ public final class Stack: Sendable {
         }
         // The writer's outcomes end when the store closes, once the writer saves started
         // before have reported (a save the store's close cut short ends with `closed`).
-        store.whenClosed { [writer, writes] in
-            let last = writer.withLock { $0.last }
-            Task {
-                await last?.value
-                writes.finish()
-            }
-        }
+        closeHook = store.whenClosed { [writer, writes] in Self.endWriterSaves(writer, writes) }
         switch preset {
         case .nested, .hybrid:
             // Its saves wait for the disk without holding its queue: the view context hands
@@ -117,6 +114,25 @@ public final class Stack: Sendable {
         case .mainParent, .sharedCoordinator, .separateCoordinators:
             writerContext = nil
             viewContext = ObjectContext(coordinator: main, executor: .main, name: "view")
+        }
+    }
+
+    // Nothing can save through a stack that is gone: the writer's outcomes end once the
+    // saves it accepted have reported, and the store has nothing to do for it when it closes.
+    deinit {
+        if let closeHook { store.removeCloseHook(closeHook) }
+        Self.endWriterSaves(writer, writes)
+    }
+
+    /// Ends ``writerSaves()`` once the writer's last accepted save has reported.
+    private static func endWriterSaves(_ writer: Locked<WriterState>, _ writes: Broadcast<WriterSaveOutcome>) {
+        guard let last = writer.withLock({ $0.last }) else {
+            writes.finish()
+            return
+        }
+        Task {
+            await last.value
+            writes.finish()
         }
     }
 
@@ -288,6 +304,7 @@ public final class Stack: Sendable {
     }
 
     /// The outcome of every asynchronous writer save from now on (``StackPreset/nested``,
-    /// ``StackPreset/hybrid``).
+    /// ``StackPreset/hybrid``). The stream ends when the stack or the store closes, or the
+    /// stack goes away, once the saves accepted before have reported.
     public func writerSaves() -> AsyncStream<WriterSaveOutcome> { writes.subscribe() }
 }

@@ -45,7 +45,13 @@ public final class Store: Sendable {
     private let published: Locked<Generation>
     private let subscribers = Broadcast<CommitNotification>()
     /// What runs when the store closes (see ``whenClosed(_:)``), and whether it has.
-    private let closeHooks = Locked<(closed: Bool, hooks: [@Sendable () -> Void])>((false, []))
+    private let closeHooks = Locked(CloseHooks())
+
+    private struct CloseHooks {
+        var closed = false
+        var lastID = 0
+        var hooks: [(id: Int, body: @Sendable () -> Void)] = []
+    }
     /// The last transaction published. Held while generations are published and their
     /// notifications delivered, so that they go out in transaction order whichever thread
     /// publishes (the journal's writer, or a committer under `.none`). Taken before
@@ -79,6 +85,17 @@ public final class Store: Sendable {
         // Publish on the journal's writer queue as soon as a batch is durable: committers
         // then resume with their generation already visible, without another hop.
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
+    }
+
+    // Nothing can commit to a store that is gone (its journal's deinit closes its files):
+    // its did-commit streams end, and so does whatever waits for it to close.
+    deinit {
+        subscribers.finish()
+        let hooks = closeHooks.withLock { state in
+            defer { state.hooks = [] }
+            return state.closed ? [] : state.hooks
+        }
+        for hook in hooks { hook.body() }
     }
 
     /// Creates a new, empty store.
@@ -146,10 +163,15 @@ public final class Store: Sendable {
     // MARK: - Notifications
 
     /// A stream of every transaction committed from now on, in order, each delivered once
-    /// its generation is published. It ends when the store is closed (at once if it already is).
+    /// its generation is published. It ends when the store is closed (at once if it already
+    /// is), or goes away unclosed.
     public func commits() -> AsyncStream<CommitNotification> {
         subscribers.subscribe()
     }
+
+    /// How many ``commits()`` streams are listening (for tests: a merge subscription that
+    /// ended is gone).
+    var commitSubscriberCount: Int { subscribers.subscriberCount }
 
     /// Publishes every pending generation up to transaction `durable`, in order, and
     /// delivers their notifications: on the journal's writer queue as batches become
@@ -199,21 +221,41 @@ public final class Store: Sendable {
         ensurePublished(journal.lastDurableTransaction)
         subscribers.finish()
         let hooks = closeHooks.withLock { state in
-            defer { state = (closed: true, hooks: []) }
+            defer {
+                state.closed = true
+                state.hooks = []
+            }
             return state.hooks
         }
-        for hook in hooks { hook() }
+        for hook in hooks { hook.body() }
         return lock
     }
 
+    /// How many hooks wait for the store to close (for tests: an owner that went away took
+    /// its hook with it).
+    var closeHookCount: Int { closeHooks.withLock { $0.hooks.count } }
+
     /// Runs `body` when the store closes (at once if it has): how streams fed by its
-    /// commits — a coordinator's ``Coordinator/didSave()`` — end with it.
-    func whenClosed(_ body: @escaping @Sendable () -> Void) {
-        let closed = closeHooks.withLock { state in
-            if !state.closed { state.hooks.append(body) }
-            return state.closed
+    /// commits — a coordinator's ``Coordinator/didSave()`` — end with it. Returns what
+    /// ``removeCloseHook(_:)`` takes, or `nil` if the store had closed and `body` ran.
+    ///
+    /// The hook's owner removes it when it goes away first: a long-lived store kept one for
+    /// every coordinator and stack ever made on it.
+    @discardableResult
+    func whenClosed(_ body: @escaping @Sendable () -> Void) -> Int? {
+        let id = closeHooks.withLock { state -> Int? in
+            guard !state.closed else { return nil }
+            state.lastID += 1
+            state.hooks.append((state.lastID, body))
+            return state.lastID
         }
-        if closed { body() }
+        if id == nil { body() }
+        return id
+    }
+
+    /// Forgets a hook of ``whenClosed(_:)`` whose owner went away.
+    func removeCloseHook(_ id: Int) {
+        closeHooks.withLock { $0.hooks.removeAll { $0.id == id } }
     }
 }
 

@@ -33,6 +33,9 @@ final class Broadcast<Element: Sendable>: Sendable {
     /// Whether anyone is listening (to skip building values no one reads).
     var hasSubscribers: Bool { state.withLock { !$0.streams.isEmpty } }
 
+    /// How many streams are listening (for tests: a subscriber that went away is gone).
+    var subscriberCount: Int { state.withLock { $0.streams.count } }
+
     func yield(_ element: Element) {
         for stream in state.withLock({ Array($0.streams.values) }) { stream.yield(element) }
     }

@@ -141,3 +141,93 @@ extension ObjectReleaseTests {
         await f.close()
     }
 }
+
+extension ObjectReleaseTests {
+    /// Keys an object set and then gave up, and keys of objects inserted and deleted before
+    /// any save, are not kept either: after a save the record holds only keys of objects
+    /// that still hold them as pending changes, and lookups by key agree with the objects.
+    @Test("after a save, the context keeps no unique key its objects no longer hold", arguments: [Tier.root, .child])
+    func abandonedUniqueKeysAreForgotten(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        for round in 0..<10 {
+            try await f.context.perform { c in
+                let base = round * 1_000
+                for k in 0..<20 {
+                    // Inserted and deleted before any save: nothing to save.
+                    let discarded = c.insert(Artist.self)
+                    discarded.artistID = base + k + 1
+                    c.delete(discarded)
+                    // Its key changed twice before the save.
+                    let renamed = c.insert(Artist.self)
+                    renamed.artistID = base + 100 + k
+                    renamed.artistID = base + 200 + k
+                    renamed.artistID = base + 300 + k
+                }
+                try await c.save()
+                // Saved objects deleted and saved again.
+                for artist in c.objects(of: Artist.self) where artist.artistID >= base + 300 && artist.artistID < base + 310 {
+                    c.delete(artist)
+                }
+                try await c.save()
+            }
+        }
+        let (recorded, pendingKey, deletedKey, renamedKey, abandonedKey) = await f.context.perform { c in
+            let pending = c.insert(Artist.self)
+            pending.artistID = 5_000
+            return (c.graph.pendingUniques.values.reduce(0) { $0 + $1.count },
+                    c.find(Artist.self, uniqueKey: .int(5_000))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(300))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(315))?.artistID,
+                    c.find(Artist.self, uniqueKey: .int(115))?.artistID)
+        }
+        #expect(recorded == 1, "\(recorded) unique keys recorded; one object holds one as a pending change")
+        #expect(pendingKey == 5_000)
+        #expect(deletedKey == nil)
+        #expect(renamedKey == 315)
+        #expect(abandonedKey == nil)
+        await f.close()
+    }
+}
+
+extension ObjectReleaseTests {
+    /// Tombstones — objects whose deletion a context saved or merged — and objects inserted
+    /// and deleted before any save are never let go: only persistent objects are. A
+    /// long-lived context (a stack's view or writer context, following imports that delete)
+    /// holds one instance, with its last values, for every such object it ever held.
+    ///
+    /// Known, not fixed: a fresh instance of a deleted object loads as *missing*, whose
+    /// `value(forKey:)` throws `objectNotFound` rather than `objectDeleted` and whose
+    /// properties read empty rather than the last snapshot, so letting tombstones go would
+    /// change what asking again by ID gives (or needs a record of the deleted IDs, which
+    /// still grows).
+    @Test("tombstones and discarded inserts nobody holds are let go like unchanged objects")
+    func tombstonesAreLetGo() async throws {
+        let p = try ContextMergeTests.Pair()
+        let ids = try await Self.seed(p.store)
+        // a holds 4,000 artists (fewer than a release pass waits for); b deletes them and a
+        // merges the deletions; a deletes 4,000 others itself and discards 4,096 inserts.
+        let merged = ids.prefix(4_000), own = ids.dropFirst(4_000).prefix(4_000)
+        await p.a.perform { c in for id in merged { _ = c.object(with: id, as: Artist.self).name } }
+        let saves = p.b.didSave()
+        try await p.b.perform { c in
+            for id in merged { c.delete(c.object(with: id)) }
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await p.a.merge(save)
+        try await p.a.perform { c in
+            for id in own { c.delete(c.object(with: id)) }
+            for n in 0..<ObjectGraph.minimumReleaseThreshold { c.delete(c.insert(Artist.self)); _ = n }
+            try await c.save()
+        }
+        let (held, tombstones) = await p.a.perform { c in
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            return (c.registeredObjects.count, c.registeredObjects.filter(\.isDeletedElsewhere).count)
+        }
+        #expect(tombstones == merged.count + own.count, "precondition: the deleted artists are tombstones")
+        withKnownIssue("tombstones and discarded inserts are never let go") {
+            #expect(held < ObjectGraph.minimumReleaseThreshold, "\(held) tombstones and discarded inserts nobody holds are still registered")
+        }
+        await p.close()
+    }
+}
