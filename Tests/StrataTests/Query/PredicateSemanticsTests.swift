@@ -267,3 +267,53 @@ extension PredicateSemanticsTests {
         }
     }
 }
+
+// MARK: - Documented differences
+
+extension PredicateSemanticsTests {
+    /// What docs/ARCHITECTURE.md "Where predicates differ from Core Data's" says Strata
+    /// does where Core Data or Foundation answers otherwise, held to it on every path.
+    @Test("the documented differences from Core Data hold on every path")
+    func documentedDifferences() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (title, rating) in [("straße", 5.0), ("İstanbul", 7.0), ("", nil), ("a*b", .nan), ("STRASSE", nil)] as [(String, Double?)] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string(title)
+                album["albumID"] = .int(Int64(title.unicodeScalars.count))
+                album["rating"] = rating.map(Value.double) ?? .null
+            }
+        }
+        let all = ["", "STRASSE", "a*b", "straße", "İstanbul"]
+        for (format, expected) in [
+            // Nil is two-valued.
+            ("rating != 5", ["", "STRASSE", "a*b", "İstanbul"]), ("NOT (rating > 5)", ["", "STRASSE", "a*b", "straße"]),
+            ("rating > nil", []), ("rating == nil", ["", "STRASSE"]),
+            // The empty string.
+            ("title BEGINSWITH ''", all), ("title ENDSWITH ''", all), ("title CONTAINS ''", all), ("title LIKE '*'", all),
+            ("title == ''", [""]),
+            // [c] lowercases.
+            ("title ==[c] 'STRASSE'", ["STRASSE"]), ("title BEGINSWITH[c] 'i'", ["İstanbul"]), ("title ==[c] 'istanbul'", []),
+            ("title ==[cd] 'istanbul'", ["İstanbul"]),
+            // LIKE has no escape; MATCHES does.
+            ("title LIKE 'a\\\\*b'", []), ("title LIKE 'a?b'", ["a*b"]), ("title MATCHES 'a\\\\*b'", ["a*b"]),
+            // Unlike kinds.
+            ("title == 5", []), ("title != 5", all), ("title > 5", []), ("rating == 'x'", []),
+        ] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        // Aggregates follow the sort order: NaN after every number, nil left out.
+        let directory = TemporaryDirectory("predicate-semantics")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let context = ObjectContext(coordinator: Coordinator(store: store), name: "aggregates")
+        let found = try await context.perform { c -> [String] in
+            populate(c)
+            return try [AggregateFunction.min, .max, .sum, .avg, .count].map { function in
+                "\(try c.aggregate(function, of: "rating", entity: "Album")[0].value)"
+            }
+        }
+        #expect(found == ["5.0", "nan", "nan", "nan", "3"])
+        await store.close()
+    }
+}
