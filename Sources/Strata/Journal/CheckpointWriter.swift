@@ -18,7 +18,10 @@ struct CheckpointWriter {
         var bytes: Int64
     }
 
-    func write(_ source: some CheckpointSource) throws(StoreError) -> Written {
+    /// Writes `source` as the checkpoint of its last transaction. With `cancellation`, the
+    /// writer looks at the flag after each chunk and before the sync: once it is set, the
+    /// temporary file is removed and `cancelled` thrown, and nothing has changed.
+    func write(_ source: some CheckpointSource, cancellation: CancellationFlag? = nil) throws(StoreError) -> Written {
         let through = source.lastTransaction
         let finalName = StoreLayout.checkpointName(through: through)
         let finalPath = StoreLayout.join(directory, finalName)
@@ -57,20 +60,36 @@ struct CheckpointWriter {
                 writer.removeAll()
             }
 
+            func checkCancellation() throws(StoreError) {
+                guard let cancellation, cancellation.isCancelled else { return }
+                throw StoreError(.cancelled,
+                                 "the task was cancelled after \(rows) rows of the checkpoint were written; the temporary checkpoint was removed and nothing changed",
+                                 path: temporaryPath)
+            }
+
             var frameStart = writer.beginFrame(.checkpointRows)
             var rowsInFrame = 0
             var failure: StoreError?
-            source.forEachRow { row in
-                guard failure == nil else { return }
-                codec.writeRow(row, into: &writer)
-                rows += 1
-                rowsInFrame += 1
-                if writer.count >= CheckpointWriter.chunkSize {
-                    writer.finishFrame(at: frameStart, seed: codec.seed)
-                    do throws(StoreError) { try flush(&writer) } catch { failure = error; return }
-                    frameStart = writer.beginFrame(.checkpointRows)
-                    rowsInFrame = 0
+            do {
+                try source.forEachRow { row in
+                    codec.writeRow(row, into: &writer)
+                    rows += 1
+                    rowsInFrame += 1
+                    if writer.count >= CheckpointWriter.chunkSize {
+                        writer.finishFrame(at: frameStart, seed: codec.seed)
+                        do throws(StoreError) {
+                            try flush(&writer)
+                            try checkCancellation()
+                        } catch {
+                            failure = error
+                            throw error  // ends `forEachRow` early
+                        }
+                        frameStart = writer.beginFrame(.checkpointRows)
+                        rowsInFrame = 0
+                    }
                 }
+            } catch {
+                // The error thrown above: `failure` holds it.
             }
             if let failure { throw failure }
             if let fallible = source as? any FallibleCheckpointSource, let failure = fallible.readFailure { throw failure }
@@ -92,6 +111,7 @@ struct CheckpointWriter {
             writer.writeUInt64(through)
             writer.finishFrame(at: endStart, seed: codec.seed)
             try flush(&writer)
+            try checkCancellation()
             do throws(FileIOError) {
                 try io.sync(fd)
             } catch {

@@ -24,8 +24,13 @@ extension Journal {
     /// durable and starts a new segment, then writes the checkpoint on its own queue
     /// (temporary file, sync, rename, directory sync) and only then removes the segments
     /// the checkpoint covers. A crash at any point leaves a store that opens to the same state.
+    ///
+    /// Cancelling the calling task stops the compaction before the checkpoint is put in
+    /// place (the writer looks after every chunk it writes): the temporary file is removed,
+    /// nothing else changes, and `cancelled` is thrown. Once the checkpoint is in place the
+    /// compaction completes.
     /// - Throws: ``StoreError`` — `io` if the checkpoint cannot be written (nothing is
-    ///   removed then), `poisoned`, `closed`, `readOnly`.
+    ///   removed then), `cancelled`, `poisoned`, `closed`, `readOnly`.
     @discardableResult
     public func compact(from source: some CheckpointSource) async throws(StoreError) -> CompactionReport {
         guard !configuration.readOnly else {
@@ -37,12 +42,17 @@ extension Journal {
                              "the checkpoint source is at transaction \(through) but the journal's last is \(lastTransaction)",
                              path: path, transaction: through)
         }
+        if Task.isCancelled {
+            throw StoreError(.cancelled, "the task was cancelled before the compaction began; nothing changed", path: path)
+        }
         try beginCompaction()
         defer { endCompaction() }
         try await waitUntilDurable(through)
         try await rollSegment()
-        return try await onCompactionQueue { () throws(StoreError) -> CompactionReport in
-            try self.writeCheckpoint(source)
+        return try await CancellationFlag.watching { (cancellation) throws(StoreError) -> CompactionReport in
+            try await onCompactionQueue { () throws(StoreError) -> CompactionReport in
+                try self.writeCheckpoint(source, cancellation: cancellation)
+            }
         }
     }
 
@@ -66,13 +76,13 @@ extension Journal {
     }
 
     /// The blocking part of compaction; runs on the compaction queue.
-    private func writeCheckpoint(_ source: some CheckpointSource) throws(StoreError) -> CompactionReport {
+    private func writeCheckpoint(_ source: some CheckpointSource, cancellation: CancellationFlag) throws(StoreError) -> CompactionReport {
         let through = source.lastTransaction
         if let existing = state.withLock({ $0.checkpoint }), existing.through >= through {
             return CompactionReport(checkpoint: existing.through, path: existing.path, rows: 0, bytes: 0, removedFiles: [])
         }
         let writer = CheckpointWriter(directory: path, storeID: storeID, schema: schema, codec: codec, io: io)
-        let written = try writer.write(source)
+        let written = try writer.write(source, cancellation: cancellation)
         // The checkpoint is durable under its final name: what it covers can go.
         let covered = state.withLock { s -> [String] in
             var covered: [String] = []

@@ -10,9 +10,13 @@ extension Journal {
     /// Before the rename the store opens as it was; after it, it opens under the new schema,
     /// and the segments of the old schema — every one of them covered by the checkpoint — are
     /// removed by that open. The handle must be closed afterwards: its schema is the old one.
+    /// With `cancellation`, a flag set before the checkpoint is synced stops it: the temporary
+    /// file is removed and `cancelled` thrown.
     /// - Throws: ``StoreError`` — `readOnly`, `invalidTransaction` if `contents` is not at the
-    ///   last transaction, `io`, `poisoned`, `closed`.
-    func writeMigrationCheckpoint(_ contents: some CheckpointSource, schema: Schema) async throws(StoreError) {
+    ///   last transaction, `io`, `cancelled`, `poisoned`, `closed`.
+    func writeMigrationCheckpoint(
+        _ contents: some CheckpointSource, schema: Schema, cancellation: CancellationFlag? = nil
+    ) async throws(StoreError) {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "the store was opened read-only; open it for writing to migrate it", path: path)
         }
@@ -26,7 +30,7 @@ extension Journal {
         try await onCompactionQueue { () throws(StoreError) in
             let codec = RecordCodec(schema: schema, storeID: self.storeID)
             let writer = CheckpointWriter(directory: self.path, storeID: self.storeID, schema: schema, codec: codec, io: self.io)
-            _ = try writer.write(contents)
+            _ = try writer.write(contents, cancellation: cancellation)
         }
     }
 }

@@ -63,8 +63,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let wrongContext = Code("wrongContext")
         /// A custom validation rule refused the object.
         public static let validationFailed = Code("validationFailed")
-        /// The task running a long operation (an import) was cancelled; what it reported
-        /// committed stays committed, and nothing after that was.
+        /// The task running a long operation (an import, a compaction) was cancelled; what
+        /// it reported committed stays committed, and nothing after that was.
         public static let cancelled = Code("cancelled")
     }
 

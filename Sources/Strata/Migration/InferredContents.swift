@@ -53,8 +53,12 @@ struct InferredContents: CheckpointSource {
     ///
     /// `progress` hears (entity, objects done, objects in all) as a custom step's validation
     /// reports it: at the start and the end (no entity), and every
-    /// ``StepExecution/progressInterval`` objects.
-    func problems(limit: Int = StepExecution.problemLimit, progress: (String?, Int, Int) -> Void) -> [ValidationProblem] {
+    /// ``StepExecution/progressInterval`` objects. When `cancellation` is set at one of those
+    /// moments the pass stops early: the caller must then not use what it returns.
+    func problems(
+        limit: Int = StepExecution.problemLimit, cancellation: CancellationFlag? = nil, progress: (String?, Int, Int) -> Void
+    ) -> [ValidationProblem] {
+        var stopped = false
         let mapping = step.mapping
         var problems: [ValidationProblem] = []
         let total = objectCount
@@ -88,7 +92,7 @@ struct InferredContents: CheckpointSource {
             }
             var seen: [Value: UInt64] = [:]
             source.tables[s].forEach { number, row in
-                guard problems.count < limit else { return }
+                guard problems.count < limit, !stopped else { return }
                 let values = mapping.destinationValues(of: row.values, entity: d, renames: nil, relationships: .asIs)
                 let id = ObjectID(entity: entity.name, number: number)
                 func add(_ key: String, _ message: String) {
@@ -110,9 +114,12 @@ struct InferredContents: CheckpointSource {
                     add(entity.relationships[r - attributeCount].name, "the relationship is required but empty")
                 }
                 done += 1
-                if done % StepExecution.progressInterval == 0 { progress(entity.name, done, total) }
+                if done % StepExecution.progressInterval == 0 {
+                    progress(entity.name, done, total)
+                    stopped = cancellation?.isCancelled ?? false
+                }
             }
-            if problems.count >= limit { break }
+            if problems.count >= limit || stopped { break }
         }
         return Array(problems.prefix(limit))
     }

@@ -30,6 +30,10 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         public static let validationFailed = Code("validationFailed")
         /// Reading or writing a store failed (see ``MigrationError/underlying``).
         public static let store = Code("store")
+        /// The task running the migration was cancelled. The step under way was not written
+        /// (the steps before it were: the message says which version the store is at);
+        /// opening the store with the plan again runs the rest.
+        public static let cancelled = Code("cancelled")
     }
 
     /// The kind of failure.
@@ -66,6 +70,12 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         self.key = key
         self.cause = cause
         self.underlying = underlying
+    }
+
+    /// The error for a migration whose task was cancelled during `step`.
+    static func cancelled(step: String?) -> MigrationError {
+        MigrationError(.cancelled, "the task was cancelled; this step was not written (open the store with the plan again to run it)",
+                       step: step)
     }
 
     /// Wraps a store error.

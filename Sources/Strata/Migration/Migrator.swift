@@ -28,33 +28,36 @@ enum Migrator {
             progress?(MigrationProgress(step: step.name, stepNumber: number, stepCount: count, phase: phase, entity: entity,
                                         completed: completed, total: total))
         }
-        return try await onQueue { () throws(MigrationError) -> StepOutcome in
-            var outcome: StepOutcome
-            if step.isCustom {
-                let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
-                                              progress: progress, awakening: plan.awakening, spillDirectory: scratch, spillIO: scratchIO,
-                                              cachedIndexPages: plan.cachedIndexPages)
-                let result = try execution.run()
-                outcome = StepOutcome(contents: result.contents,
-                                      objectCounts: step.destination.entities.indices.map { result.contents.spill.count(of: $0) },
-                                      problems: result.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) },
-                                      dropped: result.dropped)
-                if !keepingContents || !outcome.problems.isEmpty {
-                    result.contents.spill.remove()
-                    outcome.contents = nil
+        return try await CancellationFlag.watching { (cancellation) throws(MigrationError) -> StepOutcome in
+            try await onQueue { () throws(MigrationError) -> StepOutcome in
+                var outcome: StepOutcome
+                if step.isCustom {
+                    let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count,
+                                                  progress: progress, awakening: plan.awakening, spillDirectory: scratch, spillIO: scratchIO,
+                                                  cachedIndexPages: plan.cachedIndexPages, cancellation: cancellation)
+                    let result = try execution.run()
+                    outcome = StepOutcome(contents: result.contents,
+                                          objectCounts: step.destination.entities.indices.map { result.contents.spill.count(of: $0) },
+                                          problems: result.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) },
+                                          dropped: result.dropped)
+                    if !keepingContents || !outcome.problems.isEmpty {
+                        result.contents.spill.remove()
+                        outcome.contents = nil
+                    }
+                } else {
+                    let inferred = InferredContents(source: source, step: step)
+                    let problems = inferred.problems(cancellation: cancellation) { entity, done, total in report(.validating, entity, done, total) }
+                    if cancellation.isCancelled { throw MigrationError.cancelled(step: step.name) }
+                    let contents = problems.isEmpty && keepingContents
+                        ? try spill(inferred, to: scratch, io: scratchIO, cachedPages: plan.cachedIndexPages) : nil
+                    outcome = StepOutcome(contents: contents, objectCounts: inferred.objectCounts, problems: problems, dropped: 0)
                 }
-            } else {
-                let inferred = InferredContents(source: source, step: step)
-                let problems = inferred.problems { entity, done, total in report(.validating, entity, done, total) }
-                let contents = problems.isEmpty && keepingContents
-                    ? try spill(inferred, to: scratch, io: scratchIO, cachedPages: plan.cachedIndexPages) : nil
-                outcome = StepOutcome(contents: contents, objectCounts: inferred.objectCounts, problems: problems, dropped: 0)
+                if outcome.problems.isEmpty {
+                    let total = outcome.objectCounts.reduce(0, +)
+                    report(.finished, nil, total, total)
+                }
+                return outcome
             }
-            if outcome.problems.isEmpty {
-                let total = outcome.objectCounts.reduce(0, +)
-                report(.finished, nil, total, total)
-            }
-            return outcome
         }
     }
 
@@ -99,6 +102,19 @@ enum Migrator {
         _ store: Store, _ step: MigrationStep, number: Int, of count: Int, plan: MigrationPlan,
         progress: (@Sendable (MigrationProgress) -> Void)?
     ) async throws(MigrationError) {
+        try await CancellationFlag.watching { (cancellation) throws(MigrationError) in
+            try await migrate(store, step, number: number, of: count, plan: plan, progress: progress, cancellation: cancellation)
+        }
+    }
+
+    /// ``migrate(_:_:number:of:plan:progress:)``, stopping with `cancelled` once
+    /// `cancellation` is set: the step's work looks at it where it reports progress, and the
+    /// checkpoint writer after each chunk, until the checkpoint is in place.
+    private static func migrate(
+        _ store: Store, _ step: MigrationStep, number: Int, of count: Int, plan: MigrationPlan,
+        progress: (@Sendable (MigrationProgress) -> Void)?, cancellation: CancellationFlag
+    ) async throws(MigrationError) {
+        if cancellation.isCancelled { throw MigrationError.cancelled(step: step.name) }
         let source = store.currentGeneration
         @Sendable func report(_ phase: MigrationProgress.Phase, _ entity: String?, _ completed: Int, _ total: Int) {
             progress?(MigrationProgress(step: step.name, stepNumber: number, stepCount: count, phase: phase, entity: entity,
@@ -113,7 +129,7 @@ enum Migrator {
             let (stepContents, problems) = try await onQueue { () throws(MigrationError) -> (StepContents, [ValidationProblem]) in
                 let execution = StepExecution(step: step, source: source, stepNumber: number, stepCount: count, progress: progress,
                                               awakening: plan.awakening, spillDirectory: journal.path, spillIO: journal.io,
-                                              cachedIndexPages: plan.cachedIndexPages)
+                                              cachedIndexPages: plan.cachedIndexPages, cancellation: cancellation)
                 let outcome = try execution.run()
                 return (outcome.contents, outcome.problems.map { ValidationProblem(problem: $0.problem, cause: $0.cause) })
             }
@@ -124,8 +140,9 @@ enum Migrator {
         } else {
             let inferred = InferredContents(source: source, step: step)
             let problems = try await onQueue { () throws(MigrationError) -> [ValidationProblem] in
-                inferred.problems { entity, done, total in report(.validating, entity, done, total) }
+                inferred.problems(cancellation: cancellation) { entity, done, total in report(.validating, entity, done, total) }
             }
+            if cancellation.isCancelled { throw MigrationError.cancelled(step: step.name) }
             if let error = StepOutcome.validationError(problems, step: step, number: number) { throw error }
             contents = inferred
             total = inferred.objectCount
@@ -133,7 +150,10 @@ enum Migrator {
         // The objects written: a removed entity's are not.
         report(.writing, nil, 0, total)
         do throws(StoreError) {
-            try await journal.writeMigrationCheckpoint(contents, schema: step.destination)
+            if cancellation.isCancelled { throw StoreError(.cancelled, "cancelled before the checkpoint was begun") }
+            try await journal.writeMigrationCheckpoint(contents, schema: step.destination, cancellation: cancellation)
+        } catch where error.code == .cancelled {
+            throw MigrationError.cancelled(step: step.name)
         } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's checkpoint")
         }

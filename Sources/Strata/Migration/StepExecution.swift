@@ -21,6 +21,9 @@ struct StepExecution {
     let spillIO: any FileIO
     /// The pages of the step's bookkeeping kept in memory.
     var cachedIndexPages = PagedSlots.defaultCachedPages
+    /// Set when the task running the migration is cancelled; looked at where progress is
+    /// reported (the step then throws `cancelled`).
+    var cancellation: CancellationFlag?
     /// How often progress is reported, in objects.
     static let progressInterval = 10_000
     /// The most validation problems a step reports.
@@ -39,6 +42,14 @@ struct StepExecution {
     private func report(_ phase: MigrationProgress.Phase, _ entity: String?, _ completed: Int, _ total: Int) {
         progress?(MigrationProgress(step: step.name, stepNumber: stepNumber, stepCount: stepCount, phase: phase,
                                     entity: entity, completed: completed, total: total))
+    }
+
+    /// Whether the task running the migration was cancelled.
+    private var isCancelled: Bool { cancellation?.isCancelled ?? false }
+
+    /// Throws `cancelled` if the task running the migration was cancelled.
+    private func checkCancellation() throws(MigrationError) {
+        if isCancelled { throw MigrationError.cancelled(step: step.name) }
     }
 
     /// Runs the step; throws only for transform failures (and failures of the spill file),
@@ -94,7 +105,10 @@ struct StepExecution {
                         do throws(MigrationError) { try awakening.apply(to: destination) } catch { failure = error }
                     }
                     done += 1
-                    if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
+                    if done % Self.progressInterval == 0 {
+                        report(.transforming, sourceEntity.name, done, total)
+                        if failure == nil, isCancelled { failure = .cancelled(step: step.name) }
+                    }
                 }
                 destination.current = nil
             } else if let d = mapping.destinationOfSource[s] {
@@ -105,7 +119,10 @@ struct StepExecution {
                                                             relationships: remapsInline ? .renamed : .empty)
                     do throws(MigrationError) { try destination.writeRow(d, number, values, old: nil) } catch { failure = error }
                     done += 1
-                    if done % Self.progressInterval == 0 { report(.transforming, sourceEntity.name, done, total) }
+                    if done % Self.progressInterval == 0 {
+                        report(.transforming, sourceEntity.name, done, total)
+                        if failure == nil, isCancelled { failure = .cancelled(step: step.name) }
+                    }
                 }
             }
             if var failure {
@@ -113,6 +130,7 @@ struct StepExecution {
                 throw failure
             }
             report(.transforming, sourceEntity.name, done, total)
+            try checkCancellation()
         }
         if let awakening { try awakening.apply(to: destination) }
 
@@ -137,9 +155,13 @@ struct StepExecution {
                 }
                 try destination.checkSpill()
                 if let awakening, destination.awaitingAwake.count >= AwakeFromInsert.batchSize { try awakening.apply(to: destination) }
-                if (k + 1) % Self.progressInterval == 0 { report(.linking, entity, k + 1, total) }
+                if (k + 1) % Self.progressInterval == 0 {
+                    report(.linking, entity, k + 1, total)
+                    try checkCancellation()
+                }
             }
             report(.linking, entity, total, total)
+            try checkCancellation()
         }
         // The rest of the objects links inserted.
         if let awakening { try awakening.apply(to: destination) }
@@ -148,9 +170,11 @@ struct StepExecution {
         var problems = try integrityProblems(destination, limit: Self.problemLimit).map { problem in
             (problem, mapping.change(entity: problem.object.entity, key: problem.key))
         }
+        try checkCancellation()
         // One limit for both kinds: a failure lists at most `problemLimit` problems in all.
         if problems.count < Self.problemLimit { problems += deleteRuleProblems(destination, limit: Self.problemLimit - problems.count) }
         try destination.checkSpill()
+        try checkCancellation()
         do throws(StoreError) { try spill.flush() } catch {
             throw MigrationError.store(error, step: step.name, "writing the step's new objects")
         }
@@ -319,10 +343,13 @@ struct StepExecution {
                         }
                     }
                     done += 1
-                    if done % Self.progressInterval == 0 { report(.validating, entity.name, done, total) }
+                    if done % Self.progressInterval == 0 {
+                        report(.validating, entity.name, done, total)
+                        if isCancelled { return false }  // the caller throws `cancelled`
+                    }
                     return true
                 }
-                if problems.count >= limit { break }
+                if problems.count >= limit || isCancelled { break }
             }
         } catch {
             throw MigrationError.store(error, step: step.name, "reading the step's new objects")

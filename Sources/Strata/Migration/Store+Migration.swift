@@ -14,6 +14,10 @@ extension Store {
     /// the store's contents in one atomic rename (see ``Journal``'s migration checkpoints).
     /// A crash at any moment leaves a store that opens — at its old version or at the last
     /// step completed — and opening it again with the plan finishes the migration.
+    /// Cancelling the calling task stops the migration the same way, without the crash: the
+    /// step under way is not written (its work looks for the cancellation every 10,000
+    /// objects, and its checkpoint writer after every chunk) and ``MigrationError/Code/cancelled``
+    /// says which version the store is at.
     ///
     /// ```swift
     /// let store = try await Store.open(at: path, migratingWith: plan) { progress in

@@ -203,7 +203,9 @@ public final class Store: Sendable {
     // MARK: - Maintenance
 
     /// Writes a checkpoint of the current generation and removes the journal segments it
-    /// covers, while commits continue.
+    /// covers, while commits continue. Cancelling the calling task before the checkpoint is
+    /// in place stops it with ``StoreError/Code/cancelled`` and changes nothing (see
+    /// ``Journal/compact(from:)``).
     @discardableResult
     public func compact() async throws(StoreError) -> Journal.CompactionReport {
         try await journal.compact(from: currentGeneration)
