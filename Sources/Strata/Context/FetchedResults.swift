@@ -26,7 +26,6 @@ public final class FetchedResults<Object: ManagedObject> {
         public let objects: [Object]
     }
 
-    private unowned let context: ObjectContext
     private let graph: ObjectGraph
     /// The request, without the search predicate.
     public let request: FetchRequest
@@ -49,7 +48,6 @@ public final class FetchedResults<Object: ManagedObject> {
     public private(set) var lastError: StoreError?
 
     init(context: isolated ObjectContext, request: FetchRequest, sectionKey: String?) throws(StoreError) {
-        self.context = context
         self.graph = context.graph
         self.request = request
         self.sectionKey = sectionKey
