@@ -40,6 +40,16 @@ struct BoundKeyPath: Hashable {
         return nil
     }
 
+    /// The entity the path's objects belong to, when it ends at a relationship (not `@count`):
+    /// a literal compared with it names an object of that entity.
+    var relationshipDestination: Int? {
+        guard !isCount else { return nil }
+        switch steps.last!.kind {
+        case .toOne(let destination), .toMany(let destination): return destination
+        case .attribute: return nil
+        }
+    }
+
     /// Resolves `text` from `entity`.
     /// - Throws: ``StoreError/Code/invalidQuery`` naming the entity and listing its keys.
     init(_ text: String, from entity: Int, schema: Schema, allowMultiple: Bool = true) throws(StoreError) {
@@ -260,7 +270,12 @@ final class BoundComparison {
             if case .key(let path) = left { path.attributeType } else if case .key(let path) = right { path.attributeType } else { nil }
         let keyText: String =
             if case .key(let path) = left { path.text } else if case .key(let path) = right { path.text } else { "" }
+        let destination: Int? =
+            if case .key(let path) = left { path.relationshipDestination } else if case .key(let path) = right { path.relationshipDestination } else { nil }
         func coerce(_ value: Value) throws(StoreError) -> Value {
+            if let destination {
+                return try Self.objectLiteral(value, destination: schema.entities[destination].name, key: keyText)
+            }
             let coerced = try Self.coerce(value, to: keyType, key: keyText)
             // A regular expression keeps its case (the expression compiles case-insensitive
             // instead), but loses its diacritics under [d], as the text it is matched with does.
@@ -321,6 +336,26 @@ final class BoundComparison {
         }
     }
 
+    /// A literal compared with a relationship: an object ID, written as text like `"Album/3"`
+    /// (as the ID prints), of the relationship's destination entity.
+    private static func objectLiteral(_ value: Value, destination: String, key: String) throws(StoreError) -> Value {
+        switch value {
+        case .null, .object: return value
+        case .string(let text):
+            guard let id = ObjectID(parsing: text) else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); \"\(text)\" is not an object ID like \(destination)/1",
+                                 key: key)
+            }
+            guard id.entity == destination else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); \(id) is not one of its objects", key: key)
+            }
+            return .object(id)
+        default:
+            throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); compare it with an object ID like \"\(destination)/1\" or nil, not \(value)",
+                             key: key)
+        }
+    }
+
     /// A literal in the type of the key it is compared with.
     private static func coerce(_ value: Value, to type: AttributeType?, key: String) throws(StoreError) -> Value {
         guard let type else { return value }
@@ -348,6 +383,12 @@ final class BoundComparison {
             return .bool(d == 1)
         case (.int, .bool(let b)): return .int(b ? 1 : 0)
         case (.double, .bool(let b)): return .double(b ? 1 : 0)
+        case (.data, .string(let text)):
+            // As data prints in a predicate: base64.
+            guard let data = Data(base64Encoded: text) else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is data; \"\(text)\" is not base64", key: key)
+            }
+            return .data(data)
         case (.uuid, .string(let text)):
             guard let uuid = UUID(uuidString: text) else {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a uuid; \"\(text)\" is not one", key: key)

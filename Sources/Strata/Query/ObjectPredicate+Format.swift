@@ -76,8 +76,10 @@ extension ObjectPredicate: CustomStringConvertible {
     /// - `.date` prints as an ISO-8601 string (`"2020-01-01T00:00:00Z"`) and reads back as a
     ///   `.string`, which a comparison with a date attribute reads as that date.
     /// - `.data` prints as a base64 string, `.uuid` as its canonical string and `.object` as
-    ///   `"Entity/number"`, as the import files spell them; they read back as `.string`s.
-    ///   `.objects` prints as a list of those strings, which parses only after `IN` or `BETWEEN`.
+    ///   `"Entity/number"`, as the import files spell them; they read back as `.string`s,
+    ///   which a comparison with a data or uuid attribute, or with a relationship, reads as
+    ///   what they spell. `.objects` prints as a list of those strings, which parses only
+    ///   after `IN` or `BETWEEN`.
     /// - An infinite `.double` prints as `1e999` or `-1e999`, which reads back as infinity;
     ///   NaN prints as `nan`, which reads back as a key (and NaN equals nothing anyway).
     /// - Shapes the parser never builds: `.and([])` prints as `TRUEPREDICATE`, `.or([])` as

@@ -118,7 +118,9 @@ public struct Comparison: Sendable, Hashable {
 public enum Operand: Sendable, Hashable {
     /// A key path from the fetched entity: `title`, `album.artist.name`, `songs.@count`.
     case key(String)
-    /// A literal value. A `.string` compared with a date attribute is read as ISO-8601.
+    /// A literal value. A `.string` compared with a date attribute is read as ISO-8601, with
+    /// a uuid attribute as a UUID, with a data attribute as base64, and with a relationship as
+    /// an object ID (`"Album/3"`) of its destination entity.
     case value(Value)
     /// A list literal `{a, b, c}` (for `IN` and `BETWEEN`).
     case list([Value])

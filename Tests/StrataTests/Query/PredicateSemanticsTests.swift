@@ -317,3 +317,91 @@ extension PredicateSemanticsTests {
         await store.close()
     }
 }
+
+// MARK: - Object and data literals
+
+extension PredicateSemanticsTests {
+    /// Two artists (Artist/1 with albums x and y, Artist/2 with z) and an album w without
+    /// one; song s1 with artwork bytes 1, 2, 3 on album x, s2 without artwork on y.
+    static let related: @Sendable (isolated ObjectContext) -> Void = { c in
+        let artists = (1...2).map { n -> ManagedObject in
+            let artist = c.insert(entity: "Artist")
+            artist["artistID"] = .int(Int64(n))
+            return artist
+        }
+        for (n, (title, artist)) in [("x", artists[0]), ("y", artists[0]), ("z", artists[1]), ("w", nil)].enumerated() {
+            let album = c.insert(entity: "Album")
+            album["albumID"] = .int(Int64(n + 1))
+            album["title"] = .string(title)
+            if let artist { album["artist"] = .object(artist.objectID) }
+        }
+    }
+
+    /// An object ID written as text, as a predicate prints one, names that object when it is
+    /// compared with a relationship (it matched nothing: a string is never a relationship's
+    /// value), and a predicate's printed form reads back as itself.
+    @Test("a relationship compared with an object ID written as text, as predicates print them")
+    func relationshipsCompareWithObjectIDs() async throws {
+        for (format, expected) in [
+            (#"artist == "Artist/1""#, ["x", "y"]), ("artist == 'Artist/2'", ["z"]), (#"artist != "Artist/1""#, ["w", "z"]),
+            (#"artist IN {"Artist/1", "Artist/2"}"#, ["x", "y", "z"]), ("artist == nil", ["w"]),
+            (#"artist == "Artist/3""#, []),
+        ] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.related)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        for (format, expected) in [(#"ANY albums == "Album/3""#, ["2"]), (#"ANY albums IN {"Album/1", "Album/3"}"#, ["1", "2"])] {
+            let results = try await Self.songbookPaths(entity: "Artist", format, label: "artistID", populate: Self.related)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        let printed = ObjectPredicate.comparison(Comparison(.key("artist"), .equal, .value(.object(ObjectID(entity: "Artist", number: 1)))))
+        let reread = try ObjectPredicate(format: printed.description)
+        #expect(reread.description == printed.description)
+        let results = try await Self.songbookPaths(entity: "Album", printed.description, label: "title", populate: Self.related)
+        Self.expectEveryPath(results, ["x", "y"], "printed: \(printed)")
+    }
+
+    @Test("a literal that is no object of the relationship's entity is refused, naming the key")
+    func wrongObjectLiteralsAreRefused() throws {
+        let schema = Fixtures.songbook
+        let album = try #require(schema.entityIndex(named: "Album"))
+        for (format, message) in [
+            (#"artist == "Album/1""#, "\"artist\" is a relationship to Artist; Album/1 is not one of its objects"),
+            (#"artist == "nobody""#, "\"artist\" is a relationship to Artist; \"nobody\" is not an object ID like Artist/1"),
+            ("artist == 3", "\"artist\" is a relationship to Artist; compare it with an object ID like \"Artist/1\" or nil, not 3"),
+        ] {
+            let predicate = try ObjectPredicate(format: format)
+            #expect(throws: StoreError.self, "\(format)") { _ = try BoundPredicate(predicate, entity: album, schema: schema) }
+            do {
+                _ = try BoundPredicate(predicate, entity: album, schema: schema)
+            } catch {
+                #expect(error.code == .invalidQuery)
+                #expect(error.message == message)
+                #expect(error.key == "artist")
+            }
+        }
+    }
+
+    /// Data prints as base64 in a predicate, and reads back as data.
+    @Test("a data attribute compared with base64 text, as data prints in a predicate")
+    func dataComparesWithBase64() async throws {
+        let populate: @Sendable (isolated ObjectContext) -> Void = { c in
+            for (n, artwork) in [Data([1, 2, 3]), nil, Data()].enumerated() {
+                let song = c.insert(entity: "Song")
+                song["songID"] = .uuid(UUID(uuidString: "00000000-0000-0000-0000-00000000000\(n)")!)
+                song["title"] = .string("s\(n)")
+                song["milliseconds"] = .int(1)
+                song["artwork"] = artwork.map(Value.data) ?? .null
+            }
+        }
+        let printed = ObjectPredicate.comparison(Comparison(.key("artwork"), .equal, .value(.data(Data([1, 2, 3])))))
+        for (format, expected) in [(printed.description, ["s0"]), ("artwork == ''", ["s2"]), ("artwork == nil", ["s1"])] {
+            let results = try await Self.songbookPaths(entity: "Song", format, label: "title", populate: populate)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        let song = try #require(Fixtures.songbook.entityIndex(named: "Song"))
+        #expect(throws: StoreError.self) {
+            _ = try BoundPredicate(try ObjectPredicate(format: "artwork == 'not base64!'"), entity: song, schema: Fixtures.songbook)
+        }
+    }
+}
