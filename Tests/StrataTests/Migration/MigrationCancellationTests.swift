@@ -24,19 +24,20 @@ import Testing
 
     /// Migrates the fixture in a task of its own, cancelled from the progress callback at
     /// report number `moment` (from 1).
-    static func migrate(_ io: InMemoryFileIO, cancellingAtReport moment: Int) async throws -> Outcome {
+    static func migrate(
+        _ io: InMemoryFileIO, cancellingAtReport moment: Int, seen reports: Locked<[MigrationProgress]> = Locked([])
+    ) async throws -> Outcome {
         let migrating = Locked<Task<Outcome, Never>?>(nil)
-        let seen = Locked(0)
         let plan = try MusicModel.plan()
         let (gate, opened) = AsyncStream<Void>.makeStream()
         let task = Task { () async -> Outcome in
             for await _ in gate { break }  // until the test holds the task, so the callback can cancel it
             do throws(MigrationError) {
                 return .success(try await Store.open(at: MigrationCrashTests.path, migratingWith: plan,
-                                                     configuration: MigrationCrashTests.configuration(io)) { _ in
-                    let count = seen.withLock { n in
-                        n += 1
-                        return n
+                                                     configuration: MigrationCrashTests.configuration(io)) { report in
+                    let count = reports.withLock { reports in
+                        reports.append(report)
+                        return reports.count
                     }
                     if count == moment { migrating.withLock { $0?.cancel() } }
                 })
@@ -86,6 +87,56 @@ import Testing
                 MusicModel.checkMigrated(finished.currentGeneration, sourceVersion: 1)
                 await finished.close()
             }
+        }
+    }
+
+    /// A v1 store of `songs` songs (no albums), in memory.
+    static func largeFixture(songs: Int) async throws -> InMemoryFileIO {
+        let io = InMemoryFileIO()
+        let store = try Store.create(at: MigrationCrashTests.path, schema: MusicModel.v1, configuration: MigrationCrashTests.configuration(io))
+        let ids = store.allocateObjectIDs(for: "Song", count: songs)
+        try await store.commit(ChangeSet(author: "fixture", inserted: ids.enumerated().map { n, id in
+            MusicModel.row(MusicModel.v1, "Song", id.number, ["songID": .int(Int64(n + 1)), "name": .string("Song \(n + 1)"), "length": .int(180)])
+        }))
+        await store.close()
+        return io
+    }
+
+    /// Passes over many objects look for the cancellation every
+    /// ``StepExecution/progressInterval`` objects, not only between passes: cancelled at the
+    /// report of the first 10,000 of 12,000 songs in each pass, the migration stops before
+    /// that pass's next report.
+    @Test("a migration cancelled in the middle of a pass over many objects stops there")
+    func cancelledInTheMiddleOfAPass() async throws {
+        let songs = 12_000
+        let reports = Locked<[MigrationProgress]>([])
+        do {
+            let io = try await Self.largeFixture(songs: songs)
+            let store = try await Store.open(at: MigrationCrashTests.path, migratingWith: try MusicModel.plan(),
+                                             configuration: MigrationCrashTests.configuration(io)) { report in
+                reports.withLock { $0.append(report) }
+            }
+            await store.close()
+        }
+        let all = reports.withLock { $0 }
+        let middles = all.enumerated().filter { $0.element.completed == StepExecution.progressInterval }
+        #expect(Set(middles.map { "\($0.element.stepNumber) \($0.element.phase)" }).count >= 3, "\(middles.map(\.element))")
+        for (index, report) in middles {
+            let io = try await Self.largeFixture(songs: songs)
+            let seen = Locked<[MigrationProgress]>([])
+            let outcome = try await Self.migrate(io, cancellingAtReport: index + 1, seen: seen)
+            guard case .failure(let error) = outcome else {
+                Issue.record("cancelled at \(report), the migration finished")
+                continue
+            }
+            #expect(error.code == .cancelled, "\(error)")
+            let after = seen.withLock { $0 }.dropFirst(index + 1)
+            #expect(!after.contains { $0.stepNumber == report.stepNumber && $0.phase == report.phase && $0.completed > report.completed },
+                    "cancelled at \(report), the pass went on: \(Array(after))")
+            let reopened = try Store.open(at: MigrationCrashTests.path, configuration: MigrationCrashTests.configuration(io))
+            #expect(reopened.schema.version == report.stepNumber, "cancelled at \(report)")
+            #expect(reopened.currentGeneration.count(of: "Song") == songs)
+            await reopened.close()
         }
     }
 
