@@ -4,7 +4,9 @@ import Testing
 
 /// A context lets go of unchanged objects nothing else refers to (as Core Data holds them
 /// weakly), so a long-lived context that walks many objects stays bounded; objects someone
-/// holds keep their identity, and objects with changes are never let go.
+/// holds keep their identity, and objects with changes are never let go. So are objects that
+/// no longer exist — tombstones, and objects inserted and deleted before any save — which,
+/// asked for again, are missing.
 @Suite struct ObjectReleaseTests {
     static let count = 3 * ObjectGraph.minimumReleaseThreshold
 
@@ -392,5 +394,108 @@ extension ObjectReleaseTests {
         }
         #expect(failures.isEmpty, "\(failures)")
         await f.close()
+    }
+}
+
+extension ObjectReleaseTests {
+    /// A tombstone the context's view still holds — a child merging a deletion its pinned
+    /// parent has not caught up with — is kept: a fresh instance would load alive.
+    @Test("a tombstone the context's view still holds is kept")
+    func tombstoneStillInViewIsKept() async throws {
+        let f = try ContextFixture(.child)
+        let ids = try await Self.seed(f.store)
+        let (parent, child, target) = (f.ancestors[0], f.context, ids[0])
+        await parent.perform { _ = $0.pinQueryGeneration() }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        try await other.perform { c in
+            c.delete(c.object(with: target))
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        let (kept, code) = await child.perform { c in
+            _ = c.object(with: target, as: Artist.self).name
+            c.merge(save)
+            for id in ids.dropFirst() { _ = c.object(with: id, as: Artist.self).name }
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            return (c.registeredObject(for: target)?.isDeletedElsewhere == true,
+                    Self.code { _ = try c.object(with: target).value(forKey: "name") })
+        }
+        #expect(kept, "a tombstone the view still holds was let go")
+        #expect(code == .objectDeleted)
+        await f.close()
+    }
+}
+
+extension ObjectReleaseTests {
+    /// A tombstone a pending change refers to is kept: the save checks the references of its
+    /// changes against the deleted objects the context holds, and refuses the change as it
+    /// did (in a child, before it reaches the parent).
+    @Test("a tombstone a pending change refers to is kept, and the save still refuses the reference", arguments: [Tier.root, .child])
+    func referencedTombstoneIsKept(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let filler = f.store.allocateObjectIDs(for: "Artist", count: Self.count)
+        try await f.store.commit(ChangeSet(author: "seed", inserted: filler.enumerated().map { i, id in
+            Songbook.artist(id, artistID: Int64(1_000 + i), name: "Artist \(i)")
+        }))
+        // The song moves to album y here; another context deletes y; the context reads y
+        // again and finds it gone, while the song's pending change still refers to it.
+        await f.context.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        try await other.perform { c in
+            c.delete(c.object(with: o.y))
+            try await c.save()
+        }
+        let (tombstone, kept) = await f.context.perform { c in
+            c.refresh(c.object(with: o.y), mergeChanges: true)
+            let tombstone = c.registeredObject(for: o.y)?.isDeletedElsewhere == true
+            for id in filler { _ = c.object(with: id, as: Artist.self).name }
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            return (tombstone, c.registeredObject(for: o.y) != nil)
+        }
+        #expect(tombstone, "precondition: the album is a tombstone")
+        #expect(kept, "a tombstone a pending change refers to was let go")
+        let error = await #expect(throws: StoreError.self) { try await f.context.save() }
+        #expect(error?.code == .danglingReference && error?.object == o.s && error?.key == "album", "\(String(describing: error))")
+        for ancestor in f.ancestors { #expect(await ancestor.perform { !$0.hasChanges }) }
+        await f.close()
+    }
+}
+
+extension ObjectReleaseTests {
+    /// Live results whose updates are suspended (while the user reorders rows by hand) keep
+    /// listing an object deleted meanwhile: the context keeps its tombstone, so that the row
+    /// shows its last values until the results resume.
+    @Test("live results whose updates are suspended keep the tombstones they list")
+    func suspendedResultsKeepTheirTombstones() async throws {
+        let p = try ContextMergeTests.Pair()
+        let ids = try await Self.seed(p.store)
+        let target = ids[0]
+        await p.a.perform { _ = $0.pinQueryGeneration() }
+        let saves = p.b.didSave()
+        try await p.b.perform { c in
+            c.delete(c.object(with: target))
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        let failures = await p.a.perform { c -> [String] in
+            var failures: [String] = []
+            let results = try! c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", sortBy: [SortKey("artistID")]))
+            _ = results.object(at: ResultsIndexPath(section: 0, row: 0)).name
+            results.suspendUpdates()
+            c.merge(save)
+            for id in ids.dropFirst() { _ = c.object(with: id, as: Artist.self).name }
+            c.processPendingChanges()  // the end of a turn: a release pass runs
+            let shown = results.object(at: ResultsIndexPath(section: 0, row: 0))
+            if shown.objectID != target || shown.name != "Artist 1" || !shown.isDeletedElsewhere {
+                failures.append("suspended results show \(shown) for the deleted artist")
+            }
+            results.resumeUpdates()
+            if results.snapshot.sections.flatMap(\.ids).contains(target) { failures.append("resumed results still list the deleted artist") }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+        await p.close()
     }
 }
