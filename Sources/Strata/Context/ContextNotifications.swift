@@ -91,6 +91,9 @@ public struct ObjectsDidChange: Sendable, Hashable {
     /// Objects whose values were replaced from outside: merged, refreshed, rolled back.
     public var refreshed: Set<ObjectID> = []
     /// Objects that are no longer valid here (deleted elsewhere, or removed by a rollback).
+    /// Like unchanged objects, those nobody holds may be let go at the end of a turn of work
+    /// (see ``ObjectContext/registeredObjects``): ``ObjectContext/registeredObject(for:)``
+    /// may not find them.
     public var invalidated: Set<ObjectID> = []
     /// Whether every object was invalidated (``ObjectContext/reset()``).
     public var invalidatedAll = false

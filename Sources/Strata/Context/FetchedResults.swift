@@ -87,6 +87,11 @@ public final class FetchedResults<Object: ManagedObject> {
     /// Stops delivering diffs (while the user reorders rows by hand).
     public func suspendUpdates() { isSuspended = true }
 
+    /// The objects of a snapshot not kept current — updates suspended, or the last refresh
+    /// failed — which may include objects deleted since: their context keeps their
+    /// tombstones, so that the results show their last values until they are current again.
+    var staleIDs: [ObjectID] { isSuspended || lastError != nil ? snapshot.sections.flatMap(\.ids) : [] }
+
     /// Delivers diffs again, starting from the current state, without a diff for what
     /// changed while suspended.
     public func resumeUpdates() {
@@ -218,9 +223,12 @@ struct WeakResults {
     /// The result set's identity.
     let results: ObjectIdentifier
     let notify: (ResultsChange) -> Void
+    /// See ``FetchedResults/staleIDs``.
+    let staleIDs: () -> [ObjectID]
 
     init<T: ManagedObject>(_ results: FetchedResults<T>) {
         self.results = ObjectIdentifier(results)
         notify = { [weak results] change in results?.contextDidChange(change) }
+        staleIDs = { [weak results] in results?.staleIDs ?? [] }
     }
 }

@@ -19,6 +19,10 @@
 /// An object may be a *fault*: its values are loaded from the parent the first time one is
 /// read. An object deleted by another context becomes a tombstone (``isDeletedElsewhere``):
 /// reading it gives its last snapshot, and ``value(forKey:)`` throws ``StoreError/Code/objectDeleted``.
+/// A context keeps a tombstone only while someone holds the instance (see
+/// ``ObjectContext/registeredObjects``): asked for again by ID once it was let go, the
+/// object is one the context's view does not hold, a fault that loads as missing —
+/// ``value(forKey:)`` throws ``StoreError/Code/objectNotFound`` and its properties read empty.
 open class ManagedObject {
     /// The object's permanent identity.
     public let objectID: ObjectID
@@ -51,8 +55,9 @@ open class ManagedObject {
     /// rollback makes the object the tombstone it would have become.
     final var deletedInConflict = false
     /// Loaded and found missing from the context's view — never seen there, unlike an object
-    /// whose deletion was merged: another context's unsaved insert, say. A tombstone until
-    /// the object appears in the view; then the context's instance comes back to life
+    /// whose deletion was merged: another context's unsaved insert, say, or a deleted object
+    /// asked for again after the context let go of its tombstone. A tombstone until the
+    /// object appears in the view; then the context's instance comes back to life
     /// (``ObjectGraph/reviveIfPresent(_:)``).
     final var missingWhenLoaded = false
 
@@ -100,10 +105,13 @@ open class ManagedObject {
     /// Whether the object was inserted and not yet saved.
     public final var isInserted: Bool { lifecycle == .inserted }
     /// Whether the object is deleted in this context (pending save) or was deleted elsewhere.
+    /// Like Core Data's, it does not fire a fault: a fault made for a deleted object (asked
+    /// for by ID after its tombstone was let go) is not deleted until it loads.
     public final var isDeleted: Bool { lifecycle == .deleted || lifecycle == .discarded || lifecycle == .deletedElsewhere }
     /// Whether the object no longer exists: another context deleted it (merged), a save of
     /// its deletion completed, or it was missing when it was loaded. Its properties give its
-    /// last snapshot; ``value(forKey:)`` throws.
+    /// last snapshot; ``value(forKey:)`` throws. (A fault made for the ID of an object that
+    /// no longer exists is not one until it loads: then it is missing.)
     public final var isDeletedElsewhere: Bool { lifecycle == .deletedElsewhere }
     /// Whether the object has changes that a save would write.
     public final var hasChanges: Bool {
@@ -154,7 +162,7 @@ open class ManagedObject {
         let index = try graph.checkedIndex(of: key, in: self)
         let value = graph.read(self, index: index)
         if lifecycle == .deletedElsewhere, missingWhenLoaded {
-            throw StoreError(.objectNotFound, "\(objectID) does not exist in this context's view (never saved where the context can see it, or not yet)",
+            throw StoreError(.objectNotFound, "\(objectID) does not exist in this context's view (deleted, or never saved where the context can see it, or not yet)",
                              object: objectID, key: key)
         }
         if lifecycle == .deletedElsewhere {

@@ -43,7 +43,8 @@ public actor ObjectContext {
     /// Whether the context keeps every object it registered until ``reset()``, as Core Data's
     /// `retainsRegisteredObjects` does. Default `false`: objects without pending changes
     /// that nothing outside the context refers to are let go from time to time (see
-    /// ``registeredObjects``) and made again, loaded from the parent, when asked for.
+    /// ``registeredObjects``) and made again, loaded from the parent, when asked for; so are
+    /// tombstones and objects inserted and deleted before any save.
     public var retainsRegisteredObjects = false
     /// Whether the context merges other contexts' saves as they happen: for a context on a
     /// coordinator, every commit to the store by anyone else (other contexts, other
@@ -190,7 +191,11 @@ public actor ObjectContext {
     }
 
     /// The context's instance of an object: the one registered, or a fault that loads
-    /// when first read. No check that the object exists is made (see ``existingObject(with:)``).
+    /// when first read. No check that the object exists is made (see ``existingObject(with:)``):
+    /// for an object the context's view does not hold — never saved where the context can
+    /// see it, or deleted, its tombstone let go — the fault loads as missing (its properties
+    /// read empty, ``ManagedObject/value(forKey:)`` throws `objectNotFound`), as Core Data's
+    /// fault for a deleted object fails to fire.
     public func object(with id: ObjectID) -> ManagedObject { graph.object(with: id) }
 
     /// The context's instance of an object, as a model class. Traps if the entity's
@@ -223,7 +228,13 @@ public actor ObjectContext {
     /// Every object registered in this context. Objects without pending changes that
     /// nothing outside the context refers to any more are let go from time to time (at the
     /// end of a turn of work, once the context holds twice as many as after the last
-    /// pass), as Core Data holds unchanged objects weakly.
+    /// pass), as Core Data holds unchanged objects weakly. So are objects that no longer
+    /// exist — tombstones (deleted by a save or a merge) and objects inserted and deleted
+    /// before any save — once the context's view does not hold them either, no pending
+    /// change refers to them and no live results whose updates are suspended list them: asked for again by ID, such an object is missing, as any ID
+    /// the view does not hold (`objectNotFound` rather than a tombstone's `objectDeleted`,
+    /// empty values rather than the last ones). A tombstone someone holds stays registered,
+    /// the same instance with its last values.
     public var registeredObjects: [ManagedObject] { graph.registeredObjects }
     /// Whether there is anything to save.
     public var hasChanges: Bool { graph.hasChanges }

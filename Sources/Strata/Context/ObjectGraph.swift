@@ -267,7 +267,8 @@ final class ObjectGraph {
     /// tombstone, and would have stayed one — never found again, its values empty — though
     /// the object exists. Done whenever the object is asked for (by ID, by a fetch, through
     /// a relationship) and when a merge names it. An object whose deletion this context
-    /// learned of stays a tombstone.
+    /// learned of stays a tombstone (while the context holds it: one let go is asked for
+    /// again as any ID, see ``releaseUnreferencedObjects()``).
     @discardableResult
     func reviveIfPresent(_ object: ManagedObject) -> Bool {
         guard object.missingWhenLoaded, object.lifecycle == .deletedElsewhere,
@@ -376,7 +377,7 @@ final class ObjectGraph {
         let layout = schema.layout.entities[object.entityIndex]
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
             if object.missingWhenLoaded {
-                throw StoreError(.objectNotFound, "\(object.objectID) does not exist in context \"\(link.name)\"'s view (never saved where this context can see it, or not yet); it cannot be changed",
+                throw StoreError(.objectNotFound, "\(object.objectID) does not exist in context \"\(link.name)\"'s view (deleted, or never saved where this context can see it, or not yet); it cannot be changed",
                                  object: object.objectID, key: layout.propertyNames[index])
             }
             throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: layout.propertyNames[index])
@@ -503,7 +504,7 @@ final class ObjectGraph {
     private func cannotRefer(from object: ManagedObject, key: String, to target: ManagedObject) -> StoreError {
         let id = target.objectID
         if target.missingWhenLoaded {
-            return StoreError(.objectNotFound, "\(object.objectID).\(key) cannot refer to \(id): it does not exist in context \"\(link.name)\"'s view (never saved where this context can see it, or not yet)",
+            return StoreError(.objectNotFound, "\(object.objectID).\(key) cannot refer to \(id): it does not exist in context \"\(link.name)\"'s view (deleted, or never saved where this context can see it, or not yet)",
                               object: object.objectID, key: key)
         }
         return StoreError(target.lifecycle == .deletedElsewhere ? .danglingReference : .objectDeleted,
@@ -756,23 +757,44 @@ final class ObjectGraph {
     }
 
     /// Lets go of the objects that only the identity map holds and that have nothing of
-    /// their own to keep — persistent, loaded or not, no pending change, not part of a save
-    /// in flight, no conflict kept for the next save — as Core Data holds unchanged objects
-    /// weakly. Nobody can tell: no one refers to the instance, and asking for the object
-    /// again gives a fresh one loaded from the same view. Runs at the end of a turn of work
-    /// (nothing of the context's own is iterating its objects then), only once the map has
-    /// doubled since the last pass.
+    /// their own to keep, as Core Data holds unchanged objects weakly: persistent objects,
+    /// loaded or not, with no pending change, not part of a save in flight and no conflict
+    /// kept for the next save; and objects that no longer exist — tombstones (deleted by a
+    /// save or a merge, or missing when loaded) and objects inserted and deleted before any
+    /// save — that the context's view does not hold either, that none of its pending
+    /// changes refers to, and that no live results not kept current show. Nobody can tell an unchanged object was let go: no one refers to
+    /// the instance, and asking for it again gives a fresh one loaded from the same view.
+    /// Asked for again, an object that no longer exists is one the view does not hold, as
+    /// any such ID: a fault that loads as missing (`objectNotFound`, empty values), which
+    /// comes back to life if the object appears in the view after all. Runs at the end of a
+    /// turn of work (nothing of the context's own is iterating its objects then), only once
+    /// the map has doubled since the last pass.
     func releaseUnreferencedObjects() {
         guard registered.count >= releaseThreshold else { return }
         var released: [ObjectID] = []
+        var gone: [ObjectID] = []
         var index = registered.values.startIndex
         while index != registered.values.endIndex {
             let object = registered.values[index]
-            let keepsNothing = object.lifecycle == .persistent && object.changedKeys.isEmpty && object.keysSetDuringSave == nil
-                && object.mergedRowInConflict == nil
             // `object` is a second reference while it is in scope: check with it gone.
-            if keepsNothing { released.append(object.objectID) }
+            if object.keysSetDuringSave == nil, object.mergedRowInConflict == nil {
+                switch object.lifecycle {
+                case .persistent: if object.changedKeys.isEmpty { released.append(object.objectID) }
+                case .discarded, .deletedElsewhere: gone.append(object.objectID)
+                case .inserted, .deleted: break
+                }
+            }
             registered.values.formIndex(after: &index)
+        }
+        if !gone.isEmpty {
+            // A fresh instance must give the same verdict: missing. (A tombstone the view still
+            // holds — a merged deletion the view has not caught up with — would load alive.) A
+            // save checks the references of its changes against the tombstones held here, and
+            // live results not kept current show the last values of those they list.
+            let view = link.sourceView()
+            var kept = referencedByPendingChanges()
+            for observer in resultsObservers { kept.formUnion(observer.staleIDs()) }
+            released += gone.filter { view.row($0) == nil && !kept.contains($0) }
         }
         var unreferenced: [ObjectID] = []
         unreferenced.reserveCapacity(released.count)
@@ -782,6 +804,21 @@ final class ObjectGraph {
         }
         for id in unreferenced { registered.removeValue(forKey: id) }
         releaseThreshold = max(Self.minimumReleaseThreshold, registered.count * 2)
+    }
+
+    /// The objects the context's pending changes refer to: every relationship of an inserted
+    /// object, the changed relationships of an updated one (what ``validateForSave()``
+    /// checks for references to deleted objects).
+    private func referencedByPendingChanges() -> Set<ObjectID> {
+        var referenced = Set<ObjectID>()
+        func note(_ object: ManagedObject, keys: some Sequence<Int>) {
+            for index in keys where relationships[object.entityIndex][index] != nil {
+                referenced.formUnion(Self.targets(object.storage[index]))
+            }
+        }
+        for id in inserted { if let object = registered[id] { note(object, keys: relationships[object.entityIndex].indices) } }
+        for id in updated { if let object = registered[id] { note(object, keys: object.changedKeys) } }
+        return referenced
     }
 
     func unregister(_ id: ObjectID) {
