@@ -369,10 +369,15 @@ extension ObjectContext {
     /// ``save()`` with conflicts resolved by `policy` instead of ``mergePolicy``.
     @discardableResult
     func save(mergePolicy policy: MergePolicy) async throws(StoreError) -> UInt64? {
+        try await saveResolvingConflicts(mergePolicy: policy).transaction
+    }
+
+    /// ``save(mergePolicy:)``, also returning the conflicts `policy` resolved.
+    func saveResolvingConflicts(mergePolicy policy: MergePolicy) async throws(StoreError) -> (transaction: UInt64?, resolved: [Conflict]) {
         await acquireSaveTurn()
         defer { releaseSaveTurn() }
         processPendingChanges()
-        guard graph.hasChanges else { return nil }
+        guard graph.hasChanges else { return (nil, []) }
         let capture = try link.measure(.save, objects: { $0.objectCount }) { () throws(StoreError) -> SaveCapture in
             try graph.validateForSave()
             return graph.captureSave()
@@ -422,7 +427,7 @@ extension ObjectContext {
         if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)
         link.changes.yield(didSave)
-        return didSave.transaction
+        return (didSave.transaction, resolved)
     }
 
     /// Applies a child's save as this context's pending changes; returns what was applied,
@@ -491,6 +496,16 @@ extension ObjectContext {
         if !found.isEmpty { conflicts.yield(found) }
         link.changes.yield(save)
         return found
+    }
+
+    /// The parent (a stack's writer) dropped changes this context had saved into it, or kept
+    /// other values than it saved for conflicting keys: the objects show the parent's state
+    /// again (``ObjectGraph/parentDropped(_:)``, ``ObjectGraph/parentKept(_:)``), and the
+    /// children that follow this context's merges take what they took.
+    func parentChanged(_ reload: (ObjectGraph) -> DidSave) {
+        let took = reload(graph)
+        processPendingChanges()
+        if !took.isEmpty { link.changes.yield(took) }
     }
 
     /// Merges a committed transaction (see ``merge(_:)-(DidSave)``).

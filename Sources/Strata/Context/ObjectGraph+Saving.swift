@@ -147,13 +147,45 @@ extension ObjectGraph {
     /// The parent dropped changes this context had saved into it (a stack's writer whose save
     /// to the store was refused): the objects named show the parent's state again — saved
     /// values reloaded under this context's own pending changes, saved insertions gone,
-    /// saved deletions undone.
-    func parentDropped(_ ids: [ObjectID]) {
-        for id in ids {
+    /// saved deletions undone (see ``reloadFromParent(_:unheld:)``).
+    func parentDropped(_ ids: [ObjectID]) -> DidSave { reloadFromParent(ids, unheld: \.invalidated) }
+
+    /// The parent holds other values than this context saved into it for conflicting keys (a
+    /// stack's writer whose save to the store kept another commit's values for them): their
+    /// objects, and those a conflicting relationship's values refer to, show the parent's
+    /// values again, under this context's own pending changes — keys changed again since
+    /// they were saved keep the newer values, for the next save (see
+    /// ``reloadFromParent(_:unheld:)``).
+    func parentKept(_ conflicts: [Conflict]) -> DidSave {
+        var ids = Set(conflicts.map(\.object))
+        for conflict in conflicts {
+            for value in [conflict.base, conflict.ours, conflict.theirs] { ids.formUnion(value.map(Self.targets) ?? []) }
+        }
+        return reloadFromParent(ids.sorted(), unheld: \.merged)
+    }
+
+    /// Reads the objects named again from the parent, as ``refresh(_:mergeChanges:)`` does
+    /// with `mergeChanges` (an object gone from the parent becomes a tombstone; one this
+    /// context deleted there and the parent still has comes back), and then every object held
+    /// here that one of their relationships referred to before or refers to now: both sides
+    /// of each relationship stay in step (an album showing the artist the parent kept is
+    /// listed by that artist, and no longer by the one it showed). Objects not held here are
+    /// announced in `unheld` (live results may show them without holding them).
+    /// - Returns: what the objects held here took, as a save for the children that follow
+    ///   this context's merges (they read through it, and may hold what it showed before).
+    private func reloadFromParent(_ ids: [ObjectID], unheld: WritableKeyPath<ObjectsDidChange, Set<ObjectID>>) -> DidSave {
+        var work = Array(ids.reversed())
+        var seen = Set<ObjectID>()
+        var updated: [ObjectID] = [], deleted: [ObjectID] = []
+        var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+        while let id = work.popLast() {
+            guard seen.insert(id).inserted else { continue }
             guard let object = registered[id] else {
-                pendingNotification.invalidated.insert(id)  // live results may show it without holding it
+                pendingNotification[keyPath: unheld].insert(id)
                 continue
             }
+            let before = object.isLoaded ? object.storage : nil
+            let wasGone = object.lifecycle == .deletedElsewhere
             switch object.lifecycle {
             case .persistent, .deleted:
                 refresh(object, mergeChanges: true)
@@ -163,7 +195,24 @@ extension ObjectGraph {
             case .inserted, .discarded:
                 break
             }
+            guard let before, object.isLoaded else { continue }
+            let gone = object.lifecycle == .deletedElsewhere
+            let after = gone ? emptyValues(of: object.entityIndex) : object.storage
+            if gone {
+                if !wasGone { deleted.append(id) }
+            } else if before != after {
+                let names = schema.layout.entities[object.entityIndex].propertyNames
+                updated.append(id)
+                changedKeys[id] = before.indices.filter { before[$0] != after[$0] }.map { names[$0] }
+                values[id] = after
+            }
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && before[index] != after[index] {
+                for target in Self.targets(before[index]) + Self.targets(after[index]) where registered[target]?.isLoaded == true {
+                    work.append(target)
+                }
+            }
         }
+        return DidSave(transaction: nil, author: link.name, updated: updated, deleted: deleted, changedKeys: changedKeys, values: values)
     }
 
     /// Objects the parent no longer has — deleted there after this context read them, their
@@ -186,7 +235,7 @@ extension ObjectGraph {
     /// `held`: for a save to the parent, the values it holds of the objects updated (its
     /// merge policy may have kept its own, a to-many list it changed too is merged).
     func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) {
-        func rebase(_ object: ManagedObject, sent: [Value]) {
+        func rebase(_ object: ManagedObject, sent: [Value], keys: Set<Int>) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
             object.mergedRowInConflict = nil
@@ -207,12 +256,18 @@ extension ObjectGraph {
                 // save, keys outside its changes hold those merged values, which become part
                 // of its base; otherwise (a rollback, a refresh) they take what was saved.
                 // (Keys set during the save keep their values, even one set back to its value
-                // from before the save, which took it out of `changedKeys`.)
+                // from before the save, which took it out of `changedKeys`.) Keys the save
+                // sent and nothing set since are saved: they take what was saved too — the
+                // merge policy may have kept another value than the one sent (`storeWins` on a
+                // conflicting key), which stayed a pending change of the old value before.
                 var newBase = values
                 let mergedNewer = object.baseVersion > version
                 let shown = object.storage
-                for index in newBase.indices where !object.changedKeys.contains(index) {
-                    if mergedNewer {
+                let saved = keys.intersection(object.changedKeys).subtracting(setDuringSave)
+                for index in newBase.indices where !object.changedKeys.contains(index) || saved.contains(index) {
+                    if saved.contains(index) {
+                        object.storage[index] = values[index]
+                    } else if mergedNewer {
                         newBase[index] = object.storage[index]
                     } else if !setDuringSave.contains(index) {
                         object.storage[index] = values[index]
@@ -244,7 +299,7 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
-        for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values) }
+        for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values, keys: Set(row.values.indices)) }
         // Objects a relationship refers to, or no longer, as the parent holds it and as it was
         // sent (its merge policy kept its own value, or put back the other side of one).
         var stale = Set<ObjectID>()
@@ -256,7 +311,7 @@ extension ObjectGraph {
                     stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(sent[index])))
                 }
             }
-            rebase(object, sent: held[update.id] ?? sent)
+            rebase(object, sent: held[update.id] ?? sent, keys: Set(update.changes.map(\.index)))
         }
         // Those this save did not name show what this context read of them before: read them
         // again from the parent, where both sides are in step (the child showed a person at a

@@ -74,13 +74,14 @@ public final class Stack: Sendable {
         public var transaction: UInt64?
         /// The failure, when it failed. A `conflict` — keys another commit changed while the
         /// changes were on their way to the store — leaves those keys with that commit's
-        /// values (which the view context shows already); everything else is written in
-        /// ``transaction``, and the error lists each conflicting key. Any other refusal (a
-        /// unique value taken meanwhile, a delete rule, a validation) drops the changes the
-        /// writer held — listed in ``droppedObjects`` — and the view context shows the
-        /// store's state for them again. A failure of the store itself (`poisoned`, `io`,
-        /// `closed`, `readOnly`) ends the stack's saving: every later ``Stack/save(_:)``
-        /// through the writer throws it.
+        /// values, which the view context shows once the outcome is reported (except keys it
+        /// changed again since it saved them: those stay pending, for its next save);
+        /// everything else is written in ``transaction``, and the error lists each
+        /// conflicting key. Any other refusal (a unique value taken meanwhile, a delete rule,
+        /// a validation) drops the changes the writer held — listed in ``droppedObjects`` —
+        /// and the view context shows the store's state for them again. A failure of the
+        /// store itself (`poisoned`, `io`, `closed`, `readOnly`) ends the stack's saving:
+        /// every later ``Stack/save(_:)`` through the writer throws it.
         public var error: StoreError?
         /// The objects whose unsaved changes a refused save dropped (see ``error``).
         public var droppedObjects: [ObjectID] = []
@@ -260,12 +261,18 @@ public final class Stack: Sendable {
         do throws(StoreError) {
             return WriterSaveOutcome(transaction: try await writerContext.save(), error: nil)
         } catch where error.code == .conflict {
-            // Keys another commit changed while the changes were on their way: the view shows
-            // that commit's values already (it merges the store's commits or saves through
-            // here), so they stay; the rest is written and the conflict reported. Left
-            // pending, they would refuse every later save.
+            // Keys another commit changed while the changes were on their way keep that
+            // commit's values; the rest is written and the conflict reported. (Left pending,
+            // they would refuse every later save.) The view handed the writer its own values
+            // for those keys and shows them still: it may never merge that commit (under
+            // `nested` it merges nothing), or merge it only later. So it reads the objects
+            // again from the writer, which holds the store's values now — keys it changed
+            // again since it handed them over keep the newer values, for its next save — with
+            // the objects on the other side of their relationships.
             do throws(StoreError) {
-                return WriterSaveOutcome(transaction: try await writerContext.save(mergePolicy: .storeWins), error: error)
+                let retry = try await writerContext.saveResolvingConflicts(mergePolicy: .storeWins)
+                await view.perform { context in context.parentChanged { $0.parentKept(error.conflicts + retry.resolved) } }
+                return WriterSaveOutcome(transaction: retry.transaction, error: error)
             } catch let retry {
                 return await refused(retry, writerContext, view: view)
             }
@@ -285,7 +292,7 @@ public final class Stack: Sendable {
             context.rollback()
             return ids
         }
-        await view.perform { context in context.graph.parentDropped(dropped) }
+        await view.perform { context in context.parentChanged { $0.parentDropped(dropped) } }
         return WriterSaveOutcome(transaction: nil, error: error, droppedObjects: dropped)
     }
 

@@ -173,6 +173,7 @@ struct CommitPlan {
     private mutating func resolveConflicts() throws(StoreError) {
         let policy = changes.mergePolicy
         var conflicts: [Conflict] = []
+        var droppedRelationships: [DroppedRelationship] = []
         for update in changes.updated {
             let entity = schema.entityIndex(named: update.id.entity)!
             let properties = schema.entities[entity]
@@ -207,6 +208,10 @@ struct CommitPlan {
             case .storeWins:
                 let kept = update.changes.filter { !conflicting.contains($0.index) }
                 if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
+                for change in update.changes where conflicting.contains(change.index) && change.index >= properties.attributes.count {
+                    droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
+                                                                    ours: change.value, theirs: current.values[change.index]))
+                }
             case .rollback:
                 if objectConflicts.isEmpty { updates.append(RowUpdate(id: update.id, changes: update.changes)) }
             case .overwrite:
@@ -232,6 +237,7 @@ struct CommitPlan {
             deletions.append(deletion.id)
         }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
+        if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
             var error = StoreError(.conflict,
                                    "\(conflicts.count) conflict(s) with transactions committed since the objects were read: "
@@ -243,6 +249,73 @@ struct CommitPlan {
             throw error
         }
         resolved = conflicts
+    }
+
+    /// A relationship change `storeWins` dropped: the object, the key, and the values the
+    /// change set and the store give it.
+    private struct DroppedRelationship {
+        let id: ObjectID
+        let entity: Int
+        let index: Int
+        let ours: Value
+        let theirs: Value
+    }
+
+    /// Relationship changes `storeWins` dropped (keys another transaction changed too): the
+    /// other sides this change set changed along with them follow the store's value instead
+    /// — an object only the dropped value refers to does not list or refer to the object
+    /// (its inverse as the store has it, for a to-one), one only the store's value refers to
+    /// lists or refers to it again. Without this, the save the policy resolved was refused
+    /// as an inverse violation unless the other sides had conflicted too (a context that
+    /// merged the other transaction before saving had taken its side of them). (An object
+    /// the change set gave another one instead still disagrees, and is refused as before.) A
+    /// change left setting the value the store has already is dropped too.
+    private mutating func keepOtherSidesInStep(with dropped: [DroppedRelationship]) {
+        var position: [ObjectID: Int] = [:]
+        for (i, update) in updates.enumerated() { position[update.id] = i }
+        var adjusted: [(update: Int, change: Int, entity: Int)] = []
+        for change in dropped {
+            let properties = schema.entities[change.entity]
+            let relationship = properties.relationships[change.index - properties.attributes.count]
+            let destination = schema.entityIndex(named: relationship.destination)!
+            let inverseIndex = schema.entities[destination].propertyIndex(named: relationship.inverse)!
+            let ours = Self.targets(change.ours), theirs = Self.targets(change.theirs)
+            func inverseChange(of target: ObjectID) -> (update: Int, change: Int)? {
+                guard let u = position[target], let c = updates[u].changes.firstIndex(where: { $0.index == inverseIndex }) else { return nil }
+                adjusted.append((u, c, destination))
+                return (u, c)
+            }
+            for target in ours where !theirs.contains(target) {
+                guard let (u, c) = inverseChange(of: target) else { continue }
+                switch updates[u].changes[c].value {
+                case .objects(let ids) where ids.contains(change.id):
+                    updates[u].changes[c].value = .objects(ids.filter { $0 != change.id })
+                case .object(let id) where id == change.id:
+                    updates[u].changes[c].value = head.tables[destination][target.number]?.values[inverseIndex] ?? .null
+                default: break
+                }
+            }
+            for target in theirs where !ours.contains(target) {
+                guard let (u, c) = inverseChange(of: target) else { continue }
+                switch updates[u].changes[c].value {
+                case .objects(let ids) where !ids.contains(change.id): updates[u].changes[c].value = .objects(ids + [change.id])
+                case .null: updates[u].changes[c].value = .object(change.id)
+                default: break
+                }
+            }
+        }
+        var unchanged: [Int: Set<Int>] = [:]
+        for (u, c, entity) in adjusted {
+            let change = updates[u].changes[c]
+            if head.tables[entity][updates[u].id.number]?.values[change.index] == change.value { unchanged[u, default: []].insert(c) }
+        }
+        guard !unchanged.isEmpty else { return }
+        updates = updates.enumerated().compactMap { u, update in
+            guard let drop = unchanged[u] else { return update }
+            var update = update
+            update.changes = update.changes.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
+            return update.changes.isEmpty ? nil : update
+        }
     }
 
     /// Deletions the merge policy dropped (`storeWins`, `rollback`): the objects whose

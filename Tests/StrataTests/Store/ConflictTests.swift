@@ -161,6 +161,11 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
             case (.deletedByUs, _):
                 return .committed([o.a2: nil], writes: true)
 
+            // The store's artist stays, and the one ours gave the album lets go of it again:
+            // nothing is left to write.
+            case (.relationshipSameKey, .storeWins):
+                return .committed([o.x: ["artist": .object(o.a2)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([o.x])],
+                                   o.a3: ["albums": .objects([])]], writes: false)
             // Merging one side of a relationship pair per key breaks the pair: refused, never saved.
             case (.relationshipSameKey, _), (.toManyBothAdd, _):
                 return .refused(.inverseViolation)

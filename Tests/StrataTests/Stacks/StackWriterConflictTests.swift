@@ -1,0 +1,257 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// What the view context shows after the asynchronous writer (`nested`, `hybrid`) met a
+/// conflict and saved again with the store's values for the conflicting keys: those
+/// values, in the view's objects, on both sides of each relationship, in its live results
+/// and its change notifications — unless the view changed a key again after handing it to
+/// the writer: that newer edit stays pending, and the next save writes it.
+///
+/// The other commit lands while the writer's save of the view's changes is held on the
+/// writer's queue (``SaveGate``): from an import context under `hybrid`, and under `nested`
+/// (where every context the stack makes saves through the view) from a context of the
+/// application's own on the stack's coordinator. Every wait is on an event with a hard
+/// timeout; nothing sleeps.
+@Suite struct StackWriterConflictTests {
+    static let presets: [StackPreset] = [.nested, .hybrid]
+
+    /// A stack of a preset with a writer, over the seeded songbook, whose writer's first
+    /// save is held by a gate.
+    struct Gated {
+        let directory = TemporaryDirectory("strata-stack-writer-conflict")
+        let store: Store
+        let gate = SaveGate(context: "writer")
+        let stack: Stack
+        let objects: ConstraintTests.Objects
+        let outcomes: AsyncStream<Stack.WriterSaveOutcome>
+
+        init(_ preset: StackPreset) async throws {
+            store = try StoreTesting.create(in: directory, durability: .relaxed)
+            stack = Stack(preset, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+            await stack.start()
+            objects = try await seedSongbook(store)
+            outcomes = stack.writerSaves()
+        }
+
+        /// A context committing straight to the store beside the writer: the import context
+        /// under `hybrid`; under `nested`, one on the stack's coordinator.
+        func otherContext() -> ObjectContext {
+            stack.preset == .hybrid ? stack.newImportContext() : ObjectContext(coordinator: stack.coordinator, name: "other")
+        }
+
+        func close() async {
+            await stack.close()
+            directory.remove()
+        }
+    }
+
+    /// Waits (with a hard timeout) for an objects-did-change notification of the view
+    /// that reports `id` refreshed.
+    static func refreshed(_ id: ObjectID, in changes: AsyncStream<ObjectsDidChange>) async -> Bool {
+        await returns(within: .seconds(10)) {
+            for await change in changes where change.refreshed.contains(id) { return true }
+            return false
+        }
+    }
+
+    @Test("a conflicting attribute the writer saved again with the store's value shows that value in the view, its live results and its notifications",
+          arguments: presets)
+    @MainActor
+    func attributeTakesStoreValue(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        let results = try view.performAndWait { c in
+            try c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", predicate: try ObjectPredicate(format: "name == 'theirs'"),
+                                                                   sortBy: [SortKey("artistID")]))
+        }
+        #expect(results.snapshot.sections.flatMap(\.ids).isEmpty)
+
+        await view.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "mine"
+            c.object(with: o.a3, as: Artist.self).name = "also mine"
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let other = h.otherContext()
+        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
+        try await other.save()
+        let changes = view.objectsDidChange()
+        gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict && outcome.error?.conflicts.map(\.object) == [o.a1], "\(String(describing: outcome.error))")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("theirs"))
+        #expect(store.currentGeneration.value(o.a3, "name") == .string("also mine"))
+        // Once the outcome is reported, the view shows what the store has (not only once a
+        // merge of the other commit reaches it, which under `nested` none does).
+        let (name, pending) = await view.perform { c in (c.object(with: o.a1, as: Artist.self).name, c.hasChanges) }
+        #expect(name == "theirs", "\(preset): the view shows the value the store kept, not one it never will have")
+        #expect(!pending, "\(preset): nothing is pending in the view")
+        #expect(await Self.refreshed(o.a1, in: changes), "\(preset): the view announces the object's new value")
+        #expect(results.snapshot.sections.flatMap(\.ids) == [o.a1], "\(preset): the view's live results show the store's value")
+        let writerPending = await stack.writerContext!.hasChanges
+        #expect(!writerPending)
+        await h.close()
+    }
+
+    @Test("a conflicting to-one relationship the writer saved again with the store's value shows that value in the view, both sides in step",
+          arguments: presets)
+    func toOneTakesStoreValue(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        // The user takes album x from artist a1 (and retitles it); meanwhile another context
+        // gives x to a3: x's artist and a1's albums conflict (a1's lists agree, without x).
+        await view.perform { c in
+            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
+            let x = c.object(with: o.x, as: Album.self)
+            x.artist = nil
+            x.title = "retitled"
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let other = h.otherContext()
+        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+        try await other.save()
+        gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
+        #expect(outcome.error?.conflicts.contains { $0.object == o.x && $0.key == "artist" } == true, "\(String(describing: outcome.error))")
+        #expect(outcome.transaction != nil, "the title is written")
+        let generation = store.currentGeneration
+        #expect(generation.value(o.x, "artist") == .object(o.a3))
+        #expect(generation.value(o.x, "title") == .string("retitled"))
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
+
+        let shown = await view.perform { c in
+            let x = c.object(with: o.x, as: Album.self)
+            return (x: x.artist?.objectID, title: x.title, a1: c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+                    a3: c.object(with: o.a3, as: Artist.self).albums.map(\.objectID), pending: c.hasChanges)
+        }
+        #expect(shown.x == o.a3, "\(preset): x shows the artist the store kept")
+        #expect(shown.title == "retitled")
+        #expect(shown.a3 == [o.x], "\(preset): a3 lists x, as x refers to it")
+        #expect(shown.a1 == [], "\(preset): a1 lists nothing")
+        #expect(!shown.pending, "\(preset): nothing is pending in the view")
+        let writerPending = await stack.writerContext!.hasChanges
+        #expect(!writerPending, "\(preset): nothing is pending in the writer")
+        await h.close()
+    }
+
+    @Test("hybrid: an editor open while the writer saved again with the store's values for a conflicting to-one shows them, both sides in step")
+    func editorFollows() async throws {
+        let h = try await Gated(.hybrid)
+        let (gate, stack, o, outcomes) = (h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        let editor = await stack.newEditorContext()
+        await editor.perform { c in
+            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
+            _ = c.object(with: o.x, as: Album.self).artist
+        }
+        await view.perform { c in
+            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
+            let x = c.object(with: o.x, as: Album.self)
+            x.artist = nil
+            x.title = "retitled"
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let other = h.otherContext()
+        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+        try await other.save()
+        gate.open()
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
+        await waitUntil(editor, "the editor shows x with a3, and a3 listing x") { c in
+            c.object(with: o.x, as: Album.self).artist?.objectID == o.a3 && c.object(with: o.a3, as: Artist.self).albums.map(\.objectID) == [o.x]
+                && c.object(with: o.a1, as: Artist.self).albums.isEmpty
+        }
+        let shown = await editor.perform { c in
+            (c.object(with: o.x, as: Album.self).artist?.objectID, c.object(with: o.a3, as: Artist.self).albums.map(\.objectID))
+        }
+        #expect(shown.0 == o.a3 && shown.1 == [o.x], "\(shown)")
+        await h.close()
+    }
+
+    @Test("a key the view changed again after handing it to the writer keeps the newer value, which the next save writes",
+          arguments: presets)
+    func newerEditSurvivesAndIsSaved(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "mine" }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        // The user changes the name again while the writer's save is on its way, and another
+        // context commits its own.
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "mine, again" }
+        let other = h.otherContext()
+        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
+        try await other.save()
+        gate.open()
+
+        let first = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(first.error?.code == .conflict, "\(String(describing: first.error))")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("theirs"))
+        let (name, pending) = await view.perform { c in (c.object(with: o.a1, as: Artist.self).name, c.hasChanges) }
+        #expect(name == "mine, again", "\(preset): the newer edit stays")
+        #expect(pending, "\(preset): still pending, for the next save")
+
+        await #expect(throws: Never.self, "\(preset): the next save takes the newer edit") { try await stack.save(view) }
+        let second = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(second != nil && second?.error == nil, "\(preset): \(String(describing: second?.error))")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("mine, again"), "\(preset): the newer edit is written")
+        let (shown, left) = await view.perform { c in (c.object(with: o.a1, as: Artist.self).name, c.hasChanges) }
+        #expect(shown == "mine, again" && !left)
+        await h.close()
+    }
+
+    @Test("nested: a conflicting key the writer's save gave the store's value stays so when the view hands the writer more of the object while that save is written")
+    func keptValueSurvivesAChangeDuringTheSave() async throws {
+        let directory = TemporaryDirectory("strata-stack-writer-conflict")
+        defer { directory.remove() }
+        let hold = WriteHold()
+        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
+                                     configuration: .init(durability: .relaxed, fileIO: HookedFileIO(wrapping: POSIXFileIO()) { hold.observe($0) }))
+        let o = try await seedSongbook(store)
+        let gate = SaveGate(context: "writer")
+        let stack = Stack(.nested, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+        await stack.start()
+        let outcomes = stack.writerSaves()
+        let view = stack.viewContext
+        await view.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "mine"
+            c.object(with: o.a3, as: Artist.self).name = "also mine"
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let other = ObjectContext(coordinator: stack.coordinator, name: "other")
+        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
+        try await other.save()
+        // The writer's save meets the conflict and saves again, keeping "theirs"; while that
+        // is written, the view hands the writer another change of a1.
+        hold.arm()
+        gate.open()
+        #expect(await hold.waitUntilHeld(), "the writer's second try is being written")
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).createdAt = Date(timeIntervalSince1970: 0) }
+        try await stack.save(view)
+        hold.open()
+
+        let first = await StackConsistencyTests.nextOutcome(outcomes)
+        let second = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(first?.error?.code == .conflict, "\(String(describing: first?.error))")
+        #expect(second != nil && second?.error == nil, "\(String(describing: second?.error))")
+        let generation = store.currentGeneration
+        #expect(generation.value(o.a1, "name") == .string("theirs"), "the value the conflict kept is not written over later")
+        #expect(generation.value(o.a1, "createdAt") == .date(Date(timeIntervalSince1970: 0)))
+        #expect(generation.value(o.a3, "name") == .string("also mine"))
+        let name = await view.perform { c in c.object(with: o.a1, as: Artist.self).name }
+        #expect(name == "theirs")
+        let pending = await stack.writerContext!.hasChanges
+        #expect(!pending, "nothing is left pending in the writer")
+        await stack.close()
+    }
+}
