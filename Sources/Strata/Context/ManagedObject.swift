@@ -143,17 +143,14 @@ open class ManagedObject {
 
     // MARK: - Dynamic access
 
-    /// The value of a key. Setting one traps for an unknown key or a value of the wrong
-    /// type; use ``setValue(_:forKey:)`` to get a thrown error instead.
+    /// The value of a key. Setting one traps for an unknown key, a value of the wrong type or
+    /// an object this context deleted; use ``setValue(_:forKey:)`` to get a thrown error
+    /// instead. A value that cannot be set because another context deleted the object (or
+    /// the object a relationship is set to) changes nothing, and the next
+    /// ``ObjectContext/save()`` throws the error — as typed properties do.
     public final subscript(key: String) -> Value {
         get { graph.read(self, index: graph.index(of: key, in: self)) }
-        set {
-            do throws(StoreError) {
-                try graph.write(self, index: graph.index(of: key, in: self), value: newValue)
-            } catch {
-                preconditionFailure("\(error)")
-            }
-        }
+        set { graph.writeOrTrap(self, index: graph.index(of: key, in: self), value: newValue) }
     }
 
     /// The value of a key, or an error naming the object if it was deleted elsewhere or does

@@ -359,6 +359,10 @@ extension ObjectContext {
     /// - Throws: ``StoreError``: `missingValue`, `invalidValue`, `validationFailed`,
     ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key;
     ///   `conflict` with every conflicting key under ``MergePolicy/error``; the store's errors.
+    ///   First, `objectNotFound`, `objectDeleted` or `danglingReference` for a property set
+    ///   since the last save that could not be changed because another context deleted its
+    ///   object or the object it was set to (a setter cannot throw): nothing is saved, and
+    ///   the next save saves the other pending changes.
     /// - Returns: the store transaction the save committed, or `nil` for a save into a parent
     ///   context or when there was nothing to save.
     @discardableResult
@@ -377,6 +381,7 @@ extension ObjectContext {
         await acquireSaveTurn()
         defer { releaseSaveTurn() }
         processPendingChanges()
+        if let unapplied = graph.takeUnappliedWrites() { throw unapplied }
         guard graph.hasChanges else { return (nil, []) }
         let capture = try link.measure(.save, objects: { $0.objectCount }) { () throws(StoreError) -> SaveCapture in
             try graph.validateForSave()

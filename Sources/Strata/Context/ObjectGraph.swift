@@ -23,6 +23,11 @@ final class ObjectGraph {
     private(set) var inserted: Set<ObjectID> = []
     private(set) var updated: Set<ObjectID> = []
     private(set) var deleted: Set<ObjectID> = []
+    /// Writes through typed properties or ``ManagedObject/subscript(_:)`` that another
+    /// context's deletion made impossible (the object, or the one a relationship was set to,
+    /// is gone), in order: a setter cannot throw, and a deletion elsewhere is no programmer
+    /// error to trap on, so the next save reports them (see ``takeUnappliedWrites()``).
+    private(set) var unappliedWrites: [StoreError] = []
     /// Incremented on every change; objects remember the value at their last change.
     private(set) var changeCounter: UInt64 = 0
     /// Objects changed since the layer was last published.
@@ -361,12 +366,32 @@ final class ObjectGraph {
         }
     }
 
+    /// ``write(_:index:value:)`` for setters that cannot throw: a write that another
+    /// context's deletion made impossible changes nothing and is kept for the next save to
+    /// report (``unappliedWrites``); any other failure — a value of the wrong type, an object
+    /// of another entity, an object this context deleted itself — is a programmer error and
+    /// traps with the error's message.
     func writeOrTrap(_ object: ManagedObject, index: Int, value: Value) {
         do throws(StoreError) {
             try write(object, index: index, value: value)
+        } catch where error.code == .objectNotFound || error.code == .danglingReference
+            || (error.code == .objectDeleted && object.lifecycle == .deletedElsewhere)
+        {
+            unappliedWrites.append(error)
         } catch {
             preconditionFailure("\(error)")
         }
+    }
+
+    /// The error a save throws for the writes that could not be made since the last save or
+    /// rollback, which it forgets (a save after it saves the other changes); `nil` if none.
+    func takeUnappliedWrites() -> StoreError? {
+        guard let first = unappliedWrites.first else { return nil }
+        let more = unappliedWrites.count - 1
+        unappliedWrites = []
+        return StoreError(first.code,
+                          "\(first.message); the change was not made\(more > 0 ? " (nor \(more) more like it)" : ""), and nothing was saved: the context's other changes are still pending, and saving again saves them",
+                          object: first.object, key: first.key)
     }
 
     /// Sets a value after checking its type; relationships keep their inverses in step.
@@ -832,6 +857,7 @@ final class ObjectGraph {
     /// Forgets every object (``ObjectContext/reset()``): the instances become tombstones
     /// keeping their last values; asking the context again gives fresh instances.
     func forgetAll() {
+        unappliedWrites = []
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
             object.missingWhenLoaded = false
@@ -855,6 +881,7 @@ final class ObjectGraph {
     /// Drops every pending change (``ObjectContext/rollback()``): changed and deleted
     /// objects get the values they were read with; inserted ones are removed.
     func rollback() {
+        unappliedWrites = []
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:
