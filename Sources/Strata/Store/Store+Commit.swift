@@ -213,7 +213,15 @@ struct CommitPlan {
                                                                     ours: change.value, theirs: current.values[change.index]))
                 }
             case .rollback:
-                if objectConflicts.isEmpty { updates.append(RowUpdate(id: update.id, changes: update.changes)) }
+                if objectConflicts.isEmpty {
+                    updates.append(RowUpdate(id: update.id, changes: update.changes))
+                } else {
+                    // Every change of the object is dropped, its relationship changes too.
+                    for change in update.changes where change.index >= properties.attributes.count && change.index < properties.propertyCount {
+                        droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
+                                                                        ours: change.value, theirs: current.values[change.index]))
+                    }
+                }
             case .overwrite:
                 // Our whole object as we see it: the base overlaid with our changes.
                 var ours = update.baseValues
@@ -251,8 +259,8 @@ struct CommitPlan {
         resolved = conflicts
     }
 
-    /// A relationship change `storeWins` dropped: the object, the key, and the values the
-    /// change set and the store give it.
+    /// A relationship change `storeWins` or `rollback` dropped: the object, the key, and the
+    /// values the change set and the store give it.
     private struct DroppedRelationship {
         let id: ObjectID
         let entity: Int
@@ -261,7 +269,8 @@ struct CommitPlan {
         let theirs: Value
     }
 
-    /// Relationship changes `storeWins` dropped (keys another transaction changed too): the
+    /// Relationship changes `storeWins` dropped (keys another transaction changed too), or
+    /// `rollback` (every change of an object another transaction changed): the
     /// other sides this change set changed along with them follow the store's value instead
     /// — an object only the dropped value refers to does not list or refer to the object
     /// (its inverse as the store has it, for a to-one), one only the store's value refers to

@@ -163,7 +163,7 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
 
             // The store's artist stays, and the one ours gave the album lets go of it again:
             // nothing is left to write.
-            case (.relationshipSameKey, .storeWins):
+            case (.relationshipSameKey, .storeWins), (.relationshipSameKey, .rollback):
                 return .committed([o.x: ["artist": .object(o.a2)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([o.x])],
                                    o.a3: ["albums": .objects([])]], writes: false)
             // Merging one side of a relationship pair per key breaks the pair: refused, never saved.
