@@ -203,7 +203,7 @@ func reported(_ change: ObjectsDidChange) -> Set<ObjectID> {
         let changes = child.objectsDidChange()
         await child.perform { $0.object(with: objects.a1, as: Artist.self).name = "Changed" }
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let blocker = Task { await root.perform { _ in entered.signal(); _ = release.wait(timeout: .now() + 30) } }
+        let blocker = Task { await root.perform { _ in entered.signal(); _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown)) } }
         #expect(await signalled(entered))
         let saving = Task { try await child.save() }
         #expect(await signalled(captured))

@@ -31,7 +31,7 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) asyn
         await child.perform { $0.object(with: objects.a1, as: Artist.self).name = "Changed" }
         // Keep the parent busy so that the child's save waits, captured, while the child edits.
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let blocker = Task { await root.perform { _ in entered.signal(); _ = release.wait(timeout: .now() + 30) } }
+        let blocker = Task { await root.perform { _ in entered.signal(); _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown)) } }
         #expect(await signalled(entered))
         let saving = Task { try await child.save() }
         #expect(await signalled(captured))

@@ -20,7 +20,7 @@ final class SaveGate: Sendable {
             let first = armed.withLock { armed in defer { armed = false }; return armed }
             guard first else { return }
             reachedContinuation.yield()
-            _ = release.wait(timeout: .now() + .seconds(30))
+            _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
         }
     }
 
@@ -191,7 +191,7 @@ final class WriteHold: Sendable {
         let hold = armed.withLock { armed in defer { armed = false }; return armed }
         guard hold else { return }
         reachedContinuation.yield()
-        _ = release.wait(timeout: .now() + .seconds(30))
+        _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
     }
 
     func arm() { armed.withLock { $0 = true } }

@@ -48,7 +48,7 @@ import Darwin
                 return true
             }
             guard hold else { return }
-            _ = release.wait(timeout: .now() + 60)
+            _ = release.wait(timeout: .now() + .seconds(60 * TestTiming.slowdown))
             state.withLock { $0.holding = false }
         }
     }
