@@ -317,8 +317,11 @@ final class BoundComparison {
             }
             do {
                 // The whole text, as NSPredicate's MATCHES (ICU's `matches`): `\z`, not `$`,
-                // which also matches before a line break that ends the text.
-                regex = try NSRegularExpression(pattern: #"\A(?:"# + pattern + #")\z"#,
+                // which also matches before a line break that ends the text. A quotation the
+                // expression leaves open (`\Q` without `\E`, which runs to its end) is closed
+                // first, or it would quote the wrapper's end.
+                let closed = Self.leavesQuotationOpen(pattern) ? pattern + #"\E"# : pattern
+                regex = try NSRegularExpression(pattern: #"\A(?:"# + closed + #")\z"#,
                                                 options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
             } catch {
                 throw StoreError(.invalidQuery, "MATCHES: \"\(written)\" is not a regular expression: \(error)", key: keyText)
@@ -334,6 +337,31 @@ final class BoundComparison {
         } else {
             ownKey = nil
         }
+    }
+
+    /// Whether a regular expression ends inside a `\Q` quotation (which runs to the end of
+    /// the expression when no `\E` closes it).
+    static func leavesQuotationOpen(_ pattern: String) -> Bool {
+        let scalars = Array(pattern.unicodeScalars)
+        var quoting = false
+        var i = 0
+        while i + 1 < scalars.count {
+            if scalars[i] == "\\" {
+                if quoting {
+                    // Inside a quotation only `\E` means anything: a backslash before
+                    // anything else is itself, and the next may start `\E`.
+                    if scalars[i + 1] == "E" {
+                        quoting = false
+                        i += 1
+                    }
+                } else {
+                    if scalars[i + 1] == "Q" { quoting = true }
+                    i += 1  // the escaped character
+                }
+            }
+            i += 1
+        }
+        return quoting
     }
 
     /// A literal compared with a relationship: an object ID, written as text like `"Album/3"`

@@ -405,3 +405,21 @@ extension PredicateSemanticsTests {
         }
     }
 }
+
+extension PredicateSemanticsTests {
+    /// `\Q` quotes the rest of an expression when no `\E` closes it; the whole-text wrapper
+    /// once fell inside the quotation, and the expression was refused as unparseable.
+    @Test("MATCHES takes an expression whose \\Q quotation runs to its end")
+    func matchesWithOpenQuotation() async throws {
+        for (format, expected) in [(#"title MATCHES 'a\\Qb.*'"#, ["ab.*"]), (#"title MATCHES 'a\\Qb\\E.*'"#, ["ab.*", "abc"]),
+                                   (#"title MATCHES 'a\\Q\\\\E'"#, []), (#"title MATCHES 'x\\\\Qy'"#, [])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(["ab.*", "abc"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        #expect(BoundComparison.leavesQuotationOpen(#"a\Qb"#))
+        #expect(!BoundComparison.leavesQuotationOpen(#"a\Qb\E"#))
+        #expect(!BoundComparison.leavesQuotationOpen(#"a\Q\\E"#), #"\\E inside a quotation: a backslash, then \E"#)
+        #expect(!BoundComparison.leavesQuotationOpen(#"a\\Qb"#), #"an escaped backslash, then Q"#)
+        #expect(BoundComparison.leavesQuotationOpen(#"\E\Q"#))
+    }
+}
