@@ -26,6 +26,19 @@ public enum StrataCommand {
         SchemaCommand.command, HistoryCommand.command, MigrateCommand.command,
     ]
 
+    /// What an interrupted run of `arguments` stops cleanly — the import after its last
+    /// acknowledged commit, the compaction or migration before its checkpoint is in place —
+    /// when its task is cancelled (it then reports what it kept, and exits with 1); `nil`
+    /// for commands the executable ends at once instead.
+    public static func stopsCleanlyWhenInterrupted(_ arguments: [String]) -> String? {
+        switch arguments.first {
+        case "import": "the import after its last acknowledged commit"
+        case "compact": "the compaction (nothing changes)"
+        case "migrate": "the migration before its current step is written"
+        default: nil
+        }
+    }
+
     /// Runs the tool.
     /// - Parameters:
     ///   - arguments: the arguments after the program name.
