@@ -73,13 +73,17 @@ final class ChildProcess: @unchecked Sendable {
     let arguments: [String]
     private let output = Pipe()
     private let input = Pipe()
+    private let errors = Pipe()
     private let exited = DispatchSemaphore(value: 0)
     private var pending: [UInt8] = []
     private var atEnd = false
+    private var pendingErrors: [UInt8] = []
+    private var errorsAtEnd = false
 
     /// Starts `executable` (the writer by default) with `arguments`; standard error is
-    /// inherited so a crashing child's message reaches the test log.
-    init(_ arguments: [String], executable: URL? = WriterExecutable.url, standardStreams: Bool = true) throws {
+    /// inherited so a crashing child's message reaches the test log, unless `readsErrors`
+    /// (then ``readErrorLine(until:)`` reads it).
+    init(_ arguments: [String], executable: URL? = WriterExecutable.url, standardStreams: Bool = true, readsErrors: Bool = false) throws {
         guard let executable else { throw ChildProcessFailure(description: "the executable for \(arguments) was not built next to the tests") }
         self.arguments = arguments
         process.executableURL = executable
@@ -87,7 +91,7 @@ final class ChildProcess: @unchecked Sendable {
         if standardStreams {
             process.standardOutput = output
             process.standardInput = input
-            process.standardError = FileHandle.standardError
+            process.standardError = readsErrors ? errors : FileHandle.standardError
         }
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
@@ -99,7 +103,21 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Reads the next line, waiting at most until `deadline`.
     func readLine(until deadline: ContinuousClock.Instant) -> Reading {
-        let fd = output.fileHandleForReading.fileDescriptor
+        Self.readLine(from: output.fileHandleForReading.fileDescriptor, pending: &pending, atEnd: &atEnd, until: deadline)
+    }
+
+    /// Reads the next line of standard error (started with `readsErrors`), waiting at most
+    /// until `deadline`.
+    func readErrorLine(until deadline: ContinuousClock.Instant) -> Reading {
+        Self.readLine(from: errors.fileHandleForReading.fileDescriptor, pending: &pendingErrors, atEnd: &errorsAtEnd, until: deadline)
+    }
+
+    /// Writes to the child's standard input.
+    func writeInput(_ data: Data) throws { try input.fileHandleForWriting.write(contentsOf: data) }
+
+    private static func readLine(
+        from fd: Int32, pending: inout [UInt8], atEnd: inout Bool, until deadline: ContinuousClock.Instant
+    ) -> Reading {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
