@@ -175,7 +175,7 @@ import Testing
                 return [WeakReference(artist)]
             }
             listening.cancel()
-            let ended = await returns(within: .seconds(5)) { await listening.value; return true }
+            let ended = await returns(within: .seconds(30)) { await listening.value; return true }
             #expect(ended, "the cancelled iteration of a context's streams did not end")
         case .automaticMerging:
             held = await context!.perform { c in
@@ -210,7 +210,7 @@ import Testing
         #expect(await eventually { f.store.commitSubscriberCount == commitSubscribers },
                 "a dropped context still listens to the store's commits")
         #expect(await eventually { (parentLink?.changes.subscriberCount ?? 0) == 0 }, "a dropped child still follows its parent")
-        let ended = await returns(within: .seconds(5)) {
+        let ended = await returns(within: .seconds(30)) {
             for await _ in unended {}
             return true
         }

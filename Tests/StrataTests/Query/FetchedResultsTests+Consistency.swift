@@ -98,7 +98,7 @@ extension FetchedResultsTests {
         let saves = other.didSave()
         await other.perform { o in o.object(with: x, as: Album.self).rating = 2 }
         try await other.save()
-        await f.context.merge(await firstElement(of: saves, timeout: .seconds(5))!)
+        await f.context.merge(await firstElement(of: saves, timeout: .seconds(30))!)
         try await f.context.save()
         #expect(f.store.currentGeneration.object(x) != nil, "the store keeps the album")
         let (fetched, shown, deleted) = await f.context.perform { c in (Self.albumIDs(c, request), watch.ids, c.object(with: x).isDeleted) }
@@ -129,7 +129,7 @@ extension FetchedResultsTests {
             let a = o.insert(Album.self); a.albumID = 1; a.title = "x"; a.artist = o.object(with: artist, as: Artist.self)
         }
         try await other.save()
-        let save = await firstElement(of: saves, timeout: .seconds(5))!
+        let save = await firstElement(of: saves, timeout: .seconds(30))!
         await f.ancestors[0].merge(save)
         await f.context.merge(save)
         try await f.context.save()
@@ -195,7 +195,7 @@ extension FetchedResultsTests {
         if automatic {
             #expect(await LiveResultsHarness.waitForMerge(followed, transaction: transaction!))
         } else {
-            let save = await firstElement(of: saves, timeout: .seconds(5))!
+            let save = await firstElement(of: saves, timeout: .seconds(30))!
             await parent.merge(save)
             await c.merge(save)
         }
@@ -240,7 +240,7 @@ extension FetchedResultsTests {
         let saves = other.didSave()
         await other.perform { o in o.object(with: x, as: Album.self).rating = 3 }
         try await other.save()
-        await f.context.merge(await firstElement(of: saves, timeout: .seconds(5))!)
+        await f.context.merge(await firstElement(of: saves, timeout: .seconds(30))!)
         let rating = await f.context.perform { c in c.object(with: x, as: Album.self).rating }
         #expect(rating == 2)
         if !watch.diffs.isEmpty { spurious.append("a merge our pending value overrides: \(watch.diffs)") }

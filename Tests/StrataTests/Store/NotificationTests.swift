@@ -201,7 +201,7 @@ import Testing
         defer { directory.remove() }
         let store = try StoreTesting.create(in: directory)
         await store.close()
-        let received = try await withTimeout(5, "a stream requested after close to end") { await Self.drain(store.commits()) }
+        let received = try await withTimeout(30, "a stream requested after close to end") { await Self.drain(store.commits()) }
         #expect(received.isEmpty)
     }
 

@@ -106,7 +106,7 @@ import Testing
         let reference = WeakReference(store)
         store = nil
         #expect(reference.isGone, "something else holds the dropped store")
-        let ended = await returns(within: .seconds(5)) {
+        let ended = await returns(within: .seconds(30)) {
             var count = 0
             for await _ in commits { count += 1 }
             return count == 1
