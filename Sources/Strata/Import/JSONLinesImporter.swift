@@ -173,7 +173,9 @@ public struct JSONLinesImporter {
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
             var advice = ""
-            if case .id(let id) = first.reference {
+            if case .id(let id) = first.reference, id.number > Self.largestNumber {
+                advice = " (numbers a line gives go up to \(Self.largestNumber), so no line can create it: refer to an existing \(destination.name))"
+            } else if case .id(let id) = first.reference {
                 advice = canCreate(id, entity: first.destination)
                     ? " (give the line that creates it \"id\": \"\(id)\")"
                     : " (the store has handed out that number already, so no line can create it: refer to an existing \(destination.name))"
@@ -267,6 +269,9 @@ public struct JSONLinesImporter {
         } else {
             var id: ObjectID
             if let explicitID {
+                guard explicitID.number <= Self.largestNumber else {
+                    throw fail("\"id\" \(explicitID) cannot be given to a new object: numbers a line gives go up to \(Self.largestNumber)")
+                }
                 guard held[entity].remove(explicitID.number) != nil || store.reserveObjectNumber(explicitID.number, entity: entity) else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already")
                 }
@@ -350,6 +355,11 @@ public struct JSONLinesImporter {
         return ObjectID(entity: info[entity].name, number: number)
     }
 
+    /// The largest number a line may give a new object by `"id"`: a store counts its numbers
+    /// in 64 bits, and one taken near the top would leave it no room to number the objects
+    /// after it.
+    static let largestNumber = UInt64(Int64.max)
+
     /// The staged copy of an object, loading it from the store the first time.
     private mutating func touch(_ id: ObjectID) -> Int {
         let entity = schema.entityIndex(named: id.entity)!
@@ -370,13 +380,11 @@ public struct JSONLinesImporter {
     @inline(__always)
     private func stagedObject(_ id: ObjectID, entity: Int) -> Int? {
         let number = id.number, base = denseBase[entity]
-        if number >= base {
-            let slot = Int(number - base)
-            if slot < dense[entity].count {
-                let index = dense[entity][slot]
-                if index >= 0 { return Int(index) }
-                // An object registered past the table's reach before it grew over the slot.
-            }
+        // Compared as 64-bit numbers: one far past the table's reach may exceed Int.max.
+        if number >= base, number - base < UInt64(dense[entity].count) {
+            let index = dense[entity][Int(number - base)]
+            if index >= 0 { return Int(index) }
+            // An object registered past the table's reach before it grew over the slot.
         }
         return stagedIndex.isEmpty ? nil : stagedIndex[id]
     }
