@@ -296,8 +296,8 @@ public struct JSONLinesImporter {
                 if let u = e.unique { staged[object].values[u] = key }
             }
             isNew = true
-            if explicitID != nil { resolvePending(.id(id), entity: entity, target: object) }
-            if let key { resolvePending(.key(key), entity: entity, target: object) }
+            if explicitID != nil { try resolvePending(.id(id), entity: entity, target: object) }
+            if let key { try resolvePending(.key(key), entity: entity, target: object) }
         }
         staged[object].line = line
         for (index, value) in properties {
@@ -315,7 +315,7 @@ public struct JSONLinesImporter {
                     if !current.isNull { keyIndex[entity][current] = Self.releasedKey }
                     if let key {
                         keyIndex[entity][key] = staged[object].id
-                        resolvePending(.key(key), entity: entity, target: object)
+                        try resolvePending(.key(key), entity: entity, target: object)
                     }
                     continue
                 }
@@ -547,8 +547,10 @@ public struct JSONLinesImporter {
         pending.flatMap { $0.values.joined() }.filter(isCurrent)
     }
 
-    /// Links the references that waited for a new object.
-    private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) {
+    /// Links the references that waited for a new object (or a key an object takes). A list
+    /// that already holds the object by another of its line's references named it twice
+    /// (by key and by ID): refused, as when the object was there at the line.
+    private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) throws(ImportError) {
         guard pendingCount > 0, let waiting = pending[entity].removeValue(forKey: reference) else { return }
         pendingCount -= waiting.count
         defer {
@@ -559,6 +561,11 @@ public struct JSONLinesImporter {
         }
         let targetID = staged[target].id
         for reference in waiting where isCurrent(reference) {
+            if reference.rank != nil, ranks[SourceKey(object: reference.source, property: reference.property)]?[targetID] != nil {
+                let source = schema.entities[reference.source.entityIndex(in: schema)]
+                throw ImportError(line: reference.line, message: "\(source.name).\(source.property(at: reference.property).name) lists \(targetID) twice "
+                                  + "(\(reference.reference.describe(info[entity])) names it again)")
+            }
             settings[SourceKey(object: reference.source, property: reference.property)]?.standing -= 1
             standingCount -= 1
             let source = touch(reference.source)
