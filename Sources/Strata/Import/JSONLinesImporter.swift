@@ -289,15 +289,22 @@ public struct JSONLinesImporter {
             object = staged.count
             register(id, entity: entity, at: object)
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
-            if let key {
-                keyIndex[entity][key] = id
+            var newKey = key
+            if newKey == nil, let u = e.unique, !e.initialValues[u].isNull, !properties.contains(where: { $0.index == u }),
+               lookup(e.initialValues[u], entity: entity) == nil {
+                // No key given, and the attribute has a default: the object holds that key as
+                // if the line gave it, for later lines and for references waiting for it.
+                newKey = e.initialValues[u]
+            }
+            if let newKey {
+                keyIndex[entity][newKey] = id
                 // Before the references waiting for it are linked: a to-many list waiting for
                 // several objects orders them by their keys, this one's included.
-                if let u = e.unique { staged[object].values[u] = key }
+                if let u = e.unique { staged[object].values[u] = newKey }
             }
             isNew = true
             if explicitID != nil { try resolvePending(.id(id), entity: entity, target: object) }
-            if let key { try resolvePending(.key(key), entity: entity, target: object) }
+            if let newKey { try resolvePending(.key(newKey), entity: entity, target: object) }
         }
         staged[object].line = line
         for (index, value) in properties {
