@@ -65,3 +65,34 @@ extension ImportCommandTests {
         #expect(result.errors.firstLine.hasPrefix("strata query: --where: expected a value after '=='"), "\(result.errors)")
     }
 }
+
+extension ImportCommandTests {
+    /// FORMATS §2: a key given twice in one line is an error, also when the two spellings
+    /// differ in bytes but name one property (Swift compares names by canonical equivalence:
+    /// "é" composed and decomposed, or the Kelvin sign and "K").
+    @Test(arguments: [
+        (#"{"entity": "Thing", "values": {"caf\u00e9": 1, "cafe\u0301": 2}}"#, "Thing.café"),
+        (#"{"entity": "Thing", "values": {"Kelvin": 1, "\u212Aelvin": 2}}"#, "Thing.Kelvin"),
+    ])
+    func aKeyGivenTwiceInDifferentSpellingsIsRefused(_ line: String, _ property: String) async throws {
+        let model = #"""
+            {"name": "Things", "version": 1, "entities": [
+              {"name": "Thing", "attributes": [{"name": "caf\u00e9", "type": "int", "optional": true},
+                                               {"name": "Kelvin", "type": "int", "optional": true}]}
+            ]}
+            """#
+        let directory = TemporaryDirectory("strata-cli")
+        defer { directory.remove() }
+        let modelFile = directory.appending("model.json")
+        try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
+        let store = directory.appending("things.strata")
+        #expect(await runTool(["create", store, "--model", modelFile]).status == 0)
+        let file = directory.appending("twice.jsonl")
+        try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let result = await runTool(["import", store, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine.hasPrefix("strata import: \(file):1: duplicate key"), "\(result.errors)")
+        #expect(result.errors.firstLine.contains(property), "\(result.errors)")
+        #expect(await runTool(["query", store, "--entity", "Thing", "--count"]).output == "0\n")
+    }
+}
