@@ -234,11 +234,23 @@ public struct JSONLinesImporter {
         // Resolve every key before changing anything.
         var properties: [(index: Int, value: JSON)] = []
         properties.reserveCapacity(given.count)
+        var nonASCII = false
         for (key, value) in given {
             guard let index = e.index(of: key) else {
                 throw fail("\(e.name) has no key \"\(key)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
             }
+            if !nonASCII, key.utf8.contains(where: { $0 >= 0x80 }) { nonASCII = true }
             properties.append((index, value))
+        }
+        if nonASCII {
+            // JSON's duplicate check compares keys by their bytes, names compare by canonical
+            // equivalence: two spellings ("é" composed and decomposed) may name one property.
+            var seen: [Int: String] = [:]
+            for (offset, property) in properties.enumerated() {
+                if let first = seen.updateValue(given[offset].key, forKey: property.index) {
+                    throw fail("duplicate key: \"\(first)\" and \"\(given[offset].key)\" both name \(e.name).\(e.propertyNames[property.index])")
+                }
+            }
         }
         var explicitID: ObjectID?
         if let idText {
