@@ -94,3 +94,18 @@ extension ImportCommandTests {
         }
     }
 }
+
+extension ImportCommandTests {
+    /// A line whose references are still unresolved at the end names the first of them, in
+    /// its list's order: the same input gives the same error every time.
+    @Test func theFirstUnresolvedReferenceOfALineIsNamed() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        let keys = (1...40).map(String.init).joined(separator: ", ")
+        let file = try catalog.file("unresolved.jsonl", [#"{"entity": "Artist", "values": {"artistID": 1, "albums": [\#(keys)]}}"#])
+        let result = await runTool(["import", catalog.path, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine == "strata import: \(file):1: Artist.albums: no Album with albumID 1; the reference is still unresolved at the end of the input")
+    }
+}
