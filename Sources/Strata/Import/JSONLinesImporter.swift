@@ -168,7 +168,9 @@ public struct JSONLinesImporter {
             if chunk.finished { break }
         }
         report(.read(lines: summary.lines, bytes: bytesRead))
-        if let first = standingReferences.min(by: { $0.line < $1.line }) {
+        // The first line's first: its relationships in storage order, a list's members in
+        // the line's order (not the pending table's hash order, which changes from run to run).
+        if let first = standingReferences.min(by: { ($0.line, $0.property, $0.rank ?? 0) < ($1.line, $1.property, $1.rank ?? 0) }) {
             let source = schema.entities[first.source.entityIndex(in: schema)]
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
