@@ -7,7 +7,21 @@ struct Output: Sendable {
     var errorIsTerminal = false
 
     func line(_ text: String) { standard(text + "\n") }
-    func errorLine(_ text: String) { error(text + "\n") }
+    /// One line of standard error: line breaks in `text` (a culprit the input gave) are
+    /// written escaped, `\n` and `\r` as JSON writes them, so that the first line names
+    /// the culprit whole.
+    func errorLine(_ text: String) {
+        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return error(text + "\n") }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        error(escaped + "\n")
+    }
 }
 
 /// Left-aligned text columns for tables people read.

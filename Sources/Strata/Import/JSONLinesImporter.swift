@@ -168,12 +168,16 @@ public struct JSONLinesImporter {
             if chunk.finished { break }
         }
         report(.read(lines: summary.lines, bytes: bytesRead))
-        if let first = standingReferences.min(by: { $0.line < $1.line }) {
+        // The first line's first: its relationships in storage order, a list's members in
+        // the line's order (not the pending table's hash order, which changes from run to run).
+        if let first = standingReferences.min(by: { ($0.line, $0.property, $0.rank ?? 0) < ($1.line, $1.property, $1.rank ?? 0) }) {
             let source = schema.entities[first.source.entityIndex(in: schema)]
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
             var advice = ""
-            if case .id(let id) = first.reference {
+            if case .id(let id) = first.reference, id.number > Self.largestNumber {
+                advice = " (numbers a line gives go up to \(Self.largestNumber), so no line can create it: refer to an existing \(destination.name))"
+            } else if case .id(let id) = first.reference {
                 advice = canCreate(id, entity: first.destination)
                     ? " (give the line that creates it \"id\": \"\(id)\")"
                     : " (the store has handed out that number already, so no line can create it: refer to an existing \(destination.name))"
@@ -232,11 +236,23 @@ public struct JSONLinesImporter {
         // Resolve every key before changing anything.
         var properties: [(index: Int, value: JSON)] = []
         properties.reserveCapacity(given.count)
+        var nonASCII = false
         for (key, value) in given {
             guard let index = e.index(of: key) else {
                 throw fail("\(e.name) has no key \"\(key)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
             }
+            if !nonASCII, key.utf8.contains(where: { $0 >= 0x80 }) { nonASCII = true }
             properties.append((index, value))
+        }
+        if nonASCII {
+            // JSON's duplicate check compares keys by their bytes, names compare by canonical
+            // equivalence: two spellings ("é" composed and decomposed) may name one property.
+            var seen: [Int: String] = [:]
+            for (offset, property) in properties.enumerated() {
+                if let first = seen.updateValue(given[offset].key, forKey: property.index) {
+                    throw fail("duplicate key: \"\(first)\" and \"\(given[offset].key)\" both name \(e.name).\(e.propertyNames[property.index])")
+                }
+            }
         }
         var explicitID: ObjectID?
         if let idText {
@@ -267,6 +283,9 @@ public struct JSONLinesImporter {
         } else {
             var id: ObjectID
             if let explicitID {
+                guard explicitID.number <= Self.largestNumber else {
+                    throw fail("\"id\" \(explicitID) cannot be given to a new object: numbers a line gives go up to \(Self.largestNumber)")
+                }
                 guard held[entity].remove(explicitID.number) != nil || store.reserveObjectNumber(explicitID.number, entity: entity) else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already")
                 }
@@ -284,15 +303,22 @@ public struct JSONLinesImporter {
             object = staged.count
             register(id, entity: entity, at: object)
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
-            if let key {
-                keyIndex[entity][key] = id
+            var newKey = key
+            if newKey == nil, let u = e.unique, !e.initialValues[u].isNull, !properties.contains(where: { $0.index == u }),
+               lookup(e.initialValues[u], entity: entity) == nil {
+                // No key given, and the attribute has a default: the object holds that key as
+                // if the line gave it, for later lines and for references waiting for it.
+                newKey = e.initialValues[u]
+            }
+            if let newKey {
+                keyIndex[entity][newKey] = id
                 // Before the references waiting for it are linked: a to-many list waiting for
                 // several objects orders them by their keys, this one's included.
-                if let u = e.unique { staged[object].values[u] = key }
+                if let u = e.unique { staged[object].values[u] = newKey }
             }
             isNew = true
-            if explicitID != nil { resolvePending(.id(id), entity: entity, target: object) }
-            if let key { resolvePending(.key(key), entity: entity, target: object) }
+            if explicitID != nil { try resolvePending(.id(id), entity: entity, target: object) }
+            if let newKey { try resolvePending(.key(newKey), entity: entity, target: object) }
         }
         staged[object].line = line
         for (index, value) in properties {
@@ -310,7 +336,7 @@ public struct JSONLinesImporter {
                     if !current.isNull { keyIndex[entity][current] = Self.releasedKey }
                     if let key {
                         keyIndex[entity][key] = staged[object].id
-                        resolvePending(.key(key), entity: entity, target: object)
+                        try resolvePending(.key(key), entity: entity, target: object)
                     }
                     continue
                 }
@@ -350,6 +376,11 @@ public struct JSONLinesImporter {
         return ObjectID(entity: info[entity].name, number: number)
     }
 
+    /// The largest number a line may give a new object by `"id"`: a store counts its numbers
+    /// in 64 bits, and one taken near the top would leave it no room to number the objects
+    /// after it.
+    static let largestNumber = UInt64(Int64.max)
+
     /// The staged copy of an object, loading it from the store the first time.
     private mutating func touch(_ id: ObjectID) -> Int {
         let entity = schema.entityIndex(named: id.entity)!
@@ -370,13 +401,11 @@ public struct JSONLinesImporter {
     @inline(__always)
     private func stagedObject(_ id: ObjectID, entity: Int) -> Int? {
         let number = id.number, base = denseBase[entity]
-        if number >= base {
-            let slot = Int(number - base)
-            if slot < dense[entity].count {
-                let index = dense[entity][slot]
-                if index >= 0 { return Int(index) }
-                // An object registered past the table's reach before it grew over the slot.
-            }
+        // Compared as 64-bit numbers: one far past the table's reach may exceed Int.max.
+        if number >= base, number - base < UInt64(dense[entity].count) {
+            let index = dense[entity][Int(number - base)]
+            if index >= 0 { return Int(index) }
+            // An object registered past the table's reach before it grew over the slot.
         }
         return stagedIndex.isEmpty ? nil : stagedIndex[id]
     }
@@ -539,8 +568,10 @@ public struct JSONLinesImporter {
         pending.flatMap { $0.values.joined() }.filter(isCurrent)
     }
 
-    /// Links the references that waited for a new object.
-    private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) {
+    /// Links the references that waited for a new object (or a key an object takes). A list
+    /// that already holds the object by another of its line's references named it twice
+    /// (by key and by ID): refused, as when the object was there at the line.
+    private mutating func resolvePending(_ reference: Reference, entity: Int, target: Int) throws(ImportError) {
         guard pendingCount > 0, let waiting = pending[entity].removeValue(forKey: reference) else { return }
         pendingCount -= waiting.count
         defer {
@@ -551,6 +582,11 @@ public struct JSONLinesImporter {
         }
         let targetID = staged[target].id
         for reference in waiting where isCurrent(reference) {
+            if reference.rank != nil, ranks[SourceKey(object: reference.source, property: reference.property)]?[targetID] != nil {
+                let source = schema.entities[reference.source.entityIndex(in: schema)]
+                throw ImportError(line: reference.line, message: "\(source.name).\(source.property(at: reference.property).name) lists \(targetID) twice "
+                                  + "(\(reference.reference.describe(info[entity])) names it again)")
+            }
             settings[SourceKey(object: reference.source, property: reference.property)]?.standing -= 1
             standingCount -= 1
             let source = touch(reference.source)

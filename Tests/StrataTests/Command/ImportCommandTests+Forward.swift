@@ -72,3 +72,40 @@ extension ImportCommandTests {
         #expect(refused.errors.firstLine.hasSuffix("(the store has handed out that number already, so no line can create it: refer to an existing Tag)"), "\(refused.errors)")
     }
 }
+
+extension ImportCommandTests {
+    /// One object named twice in a list, by key and by ID, is refused when it comes later in
+    /// the input, as it is when it is there already: the line's error, whichever line creates it.
+    @Test func aListNamingALaterObjectByKeyAndByIDIsRefused() async throws {
+        for batchSize in [nil, 1] as [Int?] {
+            let catalog = CatalogStore()
+            defer { catalog.remove() }
+            try await catalog.create()
+            try await catalog.load(CommandFixtures.sample)
+            let before = try catalog.bytes()
+            let file = try catalog.file("twice.jsonl", [
+                #"{"entity": "Artist", "values": {"artistID": 1, "albums": [77, {"id": "Album/9"}]}}"#,
+                #"{"entity": "Album", "id": "Album/9", "values": {"albumID": 77, "title": "x"}}"#,
+            ])
+            let result = await runTool(["import", catalog.path, file] + (batchSize.map { ["--batch-size", String($0)] } ?? []))
+            #expect(result.status == 1, "\(batchSize as Any)")
+            #expect(result.errors.firstLine.hasPrefix("strata import: \(file):1: Artist.albums lists Album/9 twice"), "\(result.errors)")
+            #expect(try catalog.bytes() == before)
+        }
+    }
+}
+
+extension ImportCommandTests {
+    /// A line whose references are still unresolved at the end names the first of them, in
+    /// its list's order: the same input gives the same error every time.
+    @Test func theFirstUnresolvedReferenceOfALineIsNamed() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        let keys = (1...40).map(String.init).joined(separator: ", ")
+        let file = try catalog.file("unresolved.jsonl", [#"{"entity": "Artist", "values": {"artistID": 1, "albums": [\#(keys)]}}"#])
+        let result = await runTool(["import", catalog.path, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine == "strata import: \(file):1: Artist.albums: no Album with albumID 1; the reference is still unresolved at the end of the input")
+    }
+}

@@ -34,3 +34,65 @@ extension ImportCommandTests {
         #expect(result.errors.contains("outside the range of a 64-bit integer"), "\(result.errors)")
     }
 }
+
+extension ImportCommandTests {
+    /// FORMATS §3: the first line of standard error names the culprit, whole, even when the
+    /// culprit the input gives holds a line break: it is written escaped, as JSON writes it.
+    @Test(arguments: [
+        (#"{"entity": "Art\nist", "values": {}}"#, #"unknown entity "Art\nist"; the entities are Artist, Album, Song, Tag"#),
+        (#"{"entity": "Artist", "values": {"artistID": 5, "na\r\nme": "x"}}"#, #"Artist has no key "na\r\nme"; its keys are artistID"#),
+        (#"{"entity": "Artist", "values": {"artistID": 5, "createdAt": "2020-01-01\nT00:00:00Z"}}"#, #""2020-01-01\nT00:00:00Z" is not an ISO-8601 date such as"#),
+    ])
+    func aCulpritWithALineBreakStaysOnTheFirstLine(_ line: String, _ culprit: String) async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        let file = try catalog.file("breaks.jsonl", [line])
+        let result = await runTool(["import", catalog.path, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine.hasPrefix("strata import: \(file):1: "), "\(result.errors)")
+        #expect(result.errors.firstLine.contains(culprit), "\(result.errors)")
+        #expect(result.errors.split(separator: "\n").count == 2, "\(result.errors)")  // the culprit, then what was imported
+    }
+
+    @Test func aPredicateWithALineBreakStaysOnTheFirstLine() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        let result = await runTool(["query", catalog.path, "--entity", "Artist", "--where", "name ==\n"])
+        #expect(result.status == 1)
+        #expect(result.errors.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "\(result.errors)")
+        #expect(result.errors.firstLine.hasPrefix("strata query: --where: expected a value after '=='"), "\(result.errors)")
+    }
+}
+
+extension ImportCommandTests {
+    /// FORMATS §2: a key given twice in one line is an error, also when the two spellings
+    /// differ in bytes but name one property (Swift compares names by canonical equivalence:
+    /// "é" composed and decomposed, or the Kelvin sign and "K").
+    @Test(arguments: [
+        (#"{"entity": "Thing", "values": {"caf\u00e9": 1, "cafe\u0301": 2}}"#, "Thing.café"),
+        (#"{"entity": "Thing", "values": {"Kelvin": 1, "\u212Aelvin": 2}}"#, "Thing.Kelvin"),
+    ])
+    func aKeyGivenTwiceInDifferentSpellingsIsRefused(_ line: String, _ property: String) async throws {
+        let model = #"""
+            {"name": "Things", "version": 1, "entities": [
+              {"name": "Thing", "attributes": [{"name": "caf\u00e9", "type": "int", "optional": true},
+                                               {"name": "Kelvin", "type": "int", "optional": true}]}
+            ]}
+            """#
+        let directory = TemporaryDirectory("strata-cli")
+        defer { directory.remove() }
+        let modelFile = directory.appending("model.json")
+        try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
+        let store = directory.appending("things.strata")
+        #expect(await runTool(["create", store, "--model", modelFile]).status == 0)
+        let file = directory.appending("twice.jsonl")
+        try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let result = await runTool(["import", store, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine.hasPrefix("strata import: \(file):1: duplicate key"), "\(result.errors)")
+        #expect(result.errors.firstLine.contains(property), "\(result.errors)")
+        #expect(await runTool(["query", store, "--entity", "Thing", "--count"]).output == "0\n")
+    }
+}

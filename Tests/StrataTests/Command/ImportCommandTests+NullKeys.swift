@@ -65,3 +65,43 @@ extension ImportCommandTests {
         #expect(!table.output.contains("{"), "\(table.output)")
     }
 }
+
+extension ImportCommandTests {
+    /// FORMATS §2: a line whose key an object created earlier in the input holds updates it,
+    /// also when that object took the key as its attribute's default: with one transaction
+    /// as with a batch per line (where the object is already in the store by then).
+    @Test func aKeyAnEarlierObjectTookAsItsDefaultIsUpserted() async throws {
+        let model = #"""
+            {"name": "Things", "version": 1, "entities": [
+              {"name": "Thing", "attributes": [{"name": "code", "type": "int", "unique": true, "default": 0},
+                                               {"name": "text", "type": "string", "optional": true}],
+               "relationships": [{"name": "parts", "destination": "Part", "inverse": "thing", "toMany": true}]},
+              {"name": "Part", "attributes": [{"name": "label", "type": "string"}],
+               "relationships": [{"name": "thing", "destination": "Thing", "inverse": "parts"}]}
+            ]}
+            """#
+        for batchSize in [nil, 1] as [Int?] {
+            let directory = TemporaryDirectory("strata-cli")
+            defer { directory.remove() }
+            let modelFile = directory.appending("model.json")
+            try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
+            let store = directory.appending("things.strata")
+            #expect(await runTool(["create", store, "--model", modelFile]).status == 0)
+            let file = directory.appending("things.jsonl")
+            try [#"{"entity": "Part", "values": {"label": "waits for code 0", "thing": 0}}"#,
+                 #"{"entity": "Thing", "values": {"text": "default code"}}"#,
+                 #"{"entity": "Thing", "values": {"code": 0, "text": "updated"}}"#,
+                 #"{"entity": "Part", "values": {"label": "refers to code 0", "thing": 0}}"#,
+            ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let result = await runTool(["import", store, file] + (batchSize.map { ["--batch-size", String($0)] } ?? []))
+            #expect(result.status == 0, "\(batchSize as Any): \(result.errors)")
+            let dump = await runTool(["dump", store])
+            #expect(dump.output == """
+                {"entity":"Thing","id":"Thing/1","values":{"code":0,"text":"updated","parts":["Part/1","Part/2"]}}
+                {"entity":"Part","id":"Part/1","values":{"label":"waits for code 0","thing":0}}
+                {"entity":"Part","id":"Part/2","values":{"label":"refers to code 0","thing":0}}
+
+                """, "\(batchSize as Any)")
+        }
+    }
+}
