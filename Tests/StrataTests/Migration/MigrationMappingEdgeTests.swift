@@ -321,4 +321,40 @@ extension MigrationMappingEdgeTests {
         #expect(store.currentGeneration.objects(of: "Article").map(\.values) == [[.int(1), .string("x")]])
         await store.close()
     }
+
+    /// An attribute renamed and given a limit, and two attributes that swap names, the new
+    /// unique one holding a repeated value: the failure's cause is the change validation
+    /// checks (the limit, the uniqueness), not the rename listed before it — in the dry run
+    /// and in the migration.
+    @Test("a validation failure of a renamed attribute names the change that broke it, not the rename")
+    func aRenamedAttributesFailureNamesTheChangeBehindIt() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [
+            Entity("Item", attributes: [Attribute("size", .int), Attribute("code", .string, unique: true),
+                                        Attribute("label", .string)]),
+        ])
+        let limited = try Schema("Shop", version: 2, entities: [
+            Entity("Item", attributes: [Attribute("length", .int, renamedFrom: "size", max: .int(5)), Attribute("code", .string, unique: true),
+                                        Attribute("label", .string)]),
+        ])
+        let swapped = try Schema("Shop", version: 2, entities: [
+            Entity("Item", attributes: [Attribute("size", .int), Attribute("code", .string, unique: true, renamedFrom: "label"),
+                                        Attribute("label", .string, renamedFrom: "code")]),
+        ])
+        let rows = [MusicModel.row(v1, "Item", 1, ["size": .int(9), "code": .string("a"), "label": .string("same")]),
+                    MusicModel.row(v1, "Item", 2, ["size": .int(1), "code": .string("b"), "label": .string("same")])]
+        let directory = TemporaryDirectory("migration-renamed-cause")
+        defer { directory.remove() }
+        let cases: [(String, Schema, String)] = [("limited", limited, "Item.length: limits changed (checked by validation)"),
+                                                 ("swapped", swapped, "Item.code: made unique (checked by validation)")]
+        for (name, schema, expected) in cases {
+            let path = directory.appending("\(name).strata")
+            try await MigrationFixture.makeStore(at: path, v1, rows)
+            let plan = try MigrationPlan(schemas: [v1, schema])
+            let dryRun = try await plan.dryRun(storeAt: path)
+            #expect(dryRun.steps.first?.problems.map { $0.cause?.description } == [expected], "\(name): \(dryRun)")
+            let error = await MigrationFixture.migrate(path, plan)
+            #expect(error?.code == .validationFailed)
+            #expect(error?.cause?.description == expected, "\(name): \(String(describing: error))")
+        }
+    }
 }
