@@ -329,8 +329,13 @@ struct InferredMapping: Sendable {
         }
     }
 
-    /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure).
+    /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure):
+    /// one validation checks (limits, uniqueness, made required, a new type, ...) before a
+    /// rename, which is listed first but breaks nothing.
     func change(entity: String, key: String?) -> SchemaChange? {
-        changes.first { $0.entity == entity && $0.key == key } ?? changes.first { $0.entity == entity && $0.key == nil }
+        let renames: Set<SchemaChange.Kind> = [.renamedEntity, .renamedAttribute, .renamedRelationship]
+        let forKey = changes.filter { $0.entity == entity && $0.key == key }
+        return forKey.first { !renames.contains($0.kind) || !$0.isInferable } ?? forKey.first
+            ?? changes.first { $0.entity == entity && $0.key == nil }
     }
 }
