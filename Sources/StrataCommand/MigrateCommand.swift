@@ -7,10 +7,10 @@ enum MigrateCommand {
         summary: "migrate a store to a newer model file's schema (inferred changes)",
         help: """
             Migrates STORE from the schema it records to the schema of NEW-MODEL.json, which
-            must have the same name and a higher version. The step is inferred from the two schemas: added
-            attributes with a default, removed attributes, renames declared with renamedFrom
-            (entities, attributes, relationships), optional <-> required with a default, added
-            and removed entities, added relationships. A change that cannot be inferred is
+            must have the same name and a higher version. The step is inferred from the two
+            schemas: added attributes with a default, removed attributes, renames declared
+            with renamedFrom (entities, attributes, relationships), optional <-> required with
+            a default, added and removed entities, added relationships. A change that cannot be inferred is
             refused, naming the entity and key (custom steps need the Swift API).
 
             The result is validated (required values, unique keys, inverses) before anything

@@ -144,7 +144,9 @@ struct InferredMapping: Sendable {
     }
 
     /// `twin`: an earlier property that renames from the same one, if any.
-    private mutating func mapAttribute(_ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?, twin: String?) -> PropertySource {
+    private mutating func mapAttribute(
+        _ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?, twin: String?
+    ) -> PropertySource {
         let name = attribute.name
         guard let index else {
             if let value = attribute.defaultValue {

@@ -246,9 +246,10 @@ struct StepExecution {
                         var targets: [ObjectID] = []
                         for old in CommitPlan.targets(sourceRow.values[i]) {
                             for target in remap(old, to: destinations[r], destination, isTransformed: isTransformed) {
-                                if destination.origin(destinations[r], target.number) != nil,
-                                    slots.slot(filledThroughInverse[destinations[r]], slotIndex(destinations[r], target.number, inverses[r])).isEmpty,
-                                    let other = try destination.row(destinations[r], target.number)
+                                let e = destinations[r]
+                                if destination.origin(e, target.number) != nil,
+                                    slots.slot(filledThroughInverse[e], slotIndex(e, target.number, inverses[r])).isEmpty,
+                                    let other = try destination.row(e, target.number)
                                 {
                                     let side = CommitPlan.targets(other[inverses[r]])
                                     if !side.isEmpty && !side.contains(id) { continue }
