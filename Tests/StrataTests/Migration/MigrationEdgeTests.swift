@@ -295,6 +295,40 @@ import Testing
         #expect(generation.object(song1)?.values[song] == (manyToMany ? .objects([list2]) : .object(list2)))
     }
 
+    /// Artist.albums becomes the to-one Artist.album, and the transform for Artist leaves it
+    /// empty: it takes the first of its source's albums when relationships are carried over.
+    /// The second album's artist still names the artist, which no longer refers back: that
+    /// is no choice of the transform's, so validation refuses the step rather than the album
+    /// silently losing its artist.
+    @Test("a relationship carried over to a made object is not taken for one its transform set")
+    func aCarriedOverRelationshipIsNotTheTransformsChoice() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [
+            Entity("Artist", attributes: [Attribute("name", .string)],
+                   relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true)]),
+            Entity("Album", attributes: [Attribute("title", .string)], relationships: [Relationship("artist", to: "Artist", inverse: "albums")]),
+        ])
+        let v2 = try Schema("Shop", version: 2, entities: [
+            Entity("Artist", attributes: [Attribute("name", .string)], relationships: [Relationship("album", to: "Album", inverse: "artist", renamedFrom: "albums")]),
+            Entity("Album", attributes: [Attribute("title", .string)], relationships: [Relationship("artist", to: "Artist", inverse: "album")]),
+        ])
+        let rows = [
+            MusicModel.row(v1, "Artist", 1, ["name": .string("A"), "albums": .objects([Self.id("Album", 1), Self.id("Album", 2)])]),
+            MusicModel.row(v1, "Album", 1, ["title": .string("X"), "artist": .object(Self.id("Artist", 1))]),
+            MusicModel.row(v1, "Album", 2, ["title": .string("Y"), "artist": .object(Self.id("Artist", 1))]),
+        ]
+        var step = MigrationStep(from: v1, to: v2)
+        step.transform("Artist") { artist, destination in try destination.insert("Artist", values: ["name": artist["name"]]) }
+        let directory = TemporaryDirectory("migration-carried-not-chosen")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, rows)
+        let before = try MusicModel.files(path)
+        let error = await MigrationFixture.migrate(path, try MigrationPlan(schemas: [v1, v2], steps: [step]))
+        #expect(error?.code == .validationFailed)
+        #expect(error?.problems.map { "\($0.object).\($0.key)" } == ["Album/2.artist"], "\(String(describing: error))")
+        #expect(try MusicModel.files(path) == before)
+    }
+
     // MARK: - Stores and numbers
 
     /// A store with no transaction at all (checkpoint of transaction 0) migrates, both
