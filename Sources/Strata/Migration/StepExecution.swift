@@ -212,7 +212,8 @@ struct StepExecution {
         let schema = step.destination
         let slots = destination.spill.slots
         // Per destination entity, by number × property count + property: relationships first
-        // filled through an inverse in this pass.
+        // filled through an inverse in this pass, and made objects' relationships carried over
+        // from their source object in it.
         let filledThroughInverse = schema.entities.map { _ in slots.makeArea() }
         func slotIndex(_ entity: Int, _ number: UInt64, _ property: Int) -> UInt64 {
             number * UInt64(schema.entities[entity].propertyCount) + UInt64(property)
@@ -233,7 +234,8 @@ struct StepExecution {
             }
             // Carried-over objects: their relationships, followed to what the related objects became.
             // What a transform set on a made object wins over the source: a made object whose
-            // side of the relationship its transform set elsewhere is left out, and objects
+            // side of the relationship its transform set elsewhere (not filled in this pass,
+            // which marks what it fills) is left out, and objects
             // that joined through a transform's inverse (all the carried-over object holds
             // before this pass) stay, after the source's.
             if let s = mapping.source {
@@ -302,6 +304,8 @@ struct StepExecution {
                     guard list != current else { continue }
                     try destination.setRelationship(relationship.isToMany ? .objects(list) : .object(list[0]),
                                                     at: index, of: id, entity: d, filledInverse: markFilled)
+                    // Carried, not set by the transform: carried-over objects do not defer to it.
+                    markFilled(d, number, index)
                 }
             }
         }
