@@ -6,11 +6,11 @@ enum MigrateCommand {
         name: "migrate", usage: "strata migrate STORE --model NEW-MODEL.json [--dry-run]",
         summary: "migrate a store to a newer model file's schema (inferred changes)",
         help: """
-            Migrates STORE from the schema it records to the schema of NEW-MODEL.json, whose
-            version must be higher. The step is inferred from the two schemas: added
-            attributes with a default, removed attributes, renames declared with renamedFrom
-            (entities, attributes, relationships), optional <-> required with a default, added
-            and removed entities, added relationships. A change that cannot be inferred is
+            Migrates STORE from the schema it records to the schema of NEW-MODEL.json, which
+            must have the same name and a higher version. The step is inferred from the two
+            schemas: added attributes with a default, removed attributes, renames declared
+            with renamedFrom (entities, attributes, relationships), optional <-> required with
+            a default, added and removed entities, added relationships. A change that cannot be inferred is
             refused, naming the entity and key (custom steps need the Swift API).
 
             The result is validated (required values, unique keys, inverses) before anything
@@ -31,6 +31,11 @@ enum MigrateCommand {
         let reader = try Store.open(at: path, configuration: .init(readOnly: true))
         let stored = reader.schema
         await reader.close()
+        // Inferred from the store's schema, another model's would remove every entity.
+        guard schema.name == stored.name else {
+            output.errorLine("strata migrate: \(modelPath): the model is \"\(schema.name)\", but the store holds \"\(stored.name)\" (version \(stored.version)); give a newer version of \"\(stored.name)\"")
+            return 1
+        }
         if stored.version == schema.version && stored.fingerprint == schema.fingerprint {
             output.line("\(path) is already at schema \"\(schema.name)\" version \(schema.version); nothing to do")
             return 0

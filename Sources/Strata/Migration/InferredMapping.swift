@@ -44,14 +44,19 @@ struct InferredMapping: Sendable {
         for (index, sourceIndex) in sources.enumerated() {
             if let sourceIndex { destinationOfSource[sourceIndex] = index }
         }
-        for (entity, sourceIndex) in zip(destination.entities, sources) {
+        let twins = Self.twins(sources)
+        for (index, (entity, sourceIndex)) in zip(destination.entities, sources).enumerated() {
             guard let sourceIndex else {
                 changes.append(SchemaChange(.addedEntity, entity: entity.name, "added"))
                 entities.append(EntityMapping(source: nil, properties: newValues(entity)))
                 continue
             }
             let old = source.entities[sourceIndex]
-            if old.name != entity.name {
+            if let twin = twins[index] {
+                changes.append(SchemaChange(.renamedEntity, entity: entity.name,
+                                            "renamed from \"\(old.name)\", which \(destination.entities[twin].name) is renamed from too: an inferred step does not make two objects of one",
+                                            inferable: false))
+            } else if old.name != entity.name {
                 changes.append(SchemaChange(.renamedEntity, entity: entity.name, "renamed from \"\(old.name)\""))
             }
             entities.append(EntityMapping(source: sourceIndex, properties: mapProperties(of: entity, from: old)))
@@ -90,6 +95,18 @@ struct InferredMapping: Sendable {
         }
     }
 
+    /// Per item of ``sources(_:_:)``'s result: the earlier item that comes from the same
+    /// source, when two `renamedFrom` hints name one source (`nil` for the first).
+    private static func twins(_ sources: [Int?]) -> [Int?] {
+        var first: [Int: Int] = [:]
+        return sources.enumerated().map { item, source in
+            guard let source else { return nil }
+            if let earlier = first[source] { return earlier }
+            first[source] = item
+            return nil
+        }
+    }
+
     /// Per property of `entity`, in storage order: the property of `old` its values come
     /// from (matched as an inferred step matches them), or `nil` for a new one. `old` may be
     /// another entity than the one `entity` was (the source of a custom step's object).
@@ -107,11 +124,13 @@ struct InferredMapping: Sendable {
         var result: [PropertySource] = []
         let sources = Self.propertySources(of: entity, from: old)
         let used = Set(sources.compactMap { $0 })
+        let twins = Self.twins(sources).map { $0.map { entity.property(at: $0).name } }
         for (a, attribute) in entity.attributes.enumerated() {
-            result.append(mapAttribute(attribute, of: entity, from: old, at: sources[a]))
+            result.append(mapAttribute(attribute, of: entity, from: old, at: sources[a], twin: twins[a]))
         }
         for (r, relationship) in entity.relationships.enumerated() {
-            result.append(mapRelationship(relationship, of: entity, from: old, at: sources[entity.attributes.count + r]))
+            let p = entity.attributes.count + r
+            result.append(mapRelationship(relationship, of: entity, from: old, at: sources[p], twin: twins[p]))
         }
         for index in 0..<old.propertyCount where !used.contains(index) {
             switch old.property(at: index) {
@@ -124,7 +143,10 @@ struct InferredMapping: Sendable {
         return result
     }
 
-    private mutating func mapAttribute(_ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?) -> PropertySource {
+    /// `twin`: an earlier property that renames from the same one, if any.
+    private mutating func mapAttribute(
+        _ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?, twin: String?
+    ) -> PropertySource {
         let name = attribute.name
         guard let index else {
             if let value = attribute.defaultValue {
@@ -145,7 +167,11 @@ struct InferredMapping: Sendable {
                                         "was a relationship of \(old.name), is now an attribute", inferable: false))
             return .constant(attribute.defaultValue ?? .null)
         }
-        if previous.name != name {
+        if let twin {
+            changes.append(SchemaChange(.renamedAttribute, entity: entity.name, key: name,
+                                        "renamed from \"\(previous.name)\", which \(twin) is renamed from too: an inferred step does not copy one attribute into two",
+                                        inferable: false))
+        } else if previous.name != name {
             changes.append(SchemaChange(.renamedAttribute, entity: entity.name, key: name, "renamed from \"\(previous.name)\""))
         }
         guard previous.type == attribute.type else {
@@ -185,7 +211,7 @@ struct InferredMapping: Sendable {
     }
 
     private mutating func mapRelationship(
-        _ relationship: Relationship, of entity: Entity, from old: Entity, at index: Int?
+        _ relationship: Relationship, of entity: Entity, from old: Entity, at index: Int?, twin: String?
     ) -> PropertySource {
         let name = relationship.name
         let empty: Value = relationship.isToMany ? .objects([]) : .null
@@ -204,7 +230,12 @@ struct InferredMapping: Sendable {
                                         "was an attribute of \(old.name), is now a relationship", inferable: false))
             return .constant(empty)
         }
-        if previous.name != name {
+        if let twin {
+            changes.append(SchemaChange(.renamedRelationship, entity: entity.name, key: name,
+                                        "renamed from \"\(previous.name)\", which \(twin) is renamed from too: an inferred step does not copy one relationship into two",
+                                        inferable: false))
+            return .constant(empty)
+        } else if previous.name != name {
             changes.append(SchemaChange(.renamedRelationship, entity: entity.name, key: name, "renamed from \"\(previous.name)\""))
         }
         let previousDestination = source.entityIndex(named: previous.destination)!
@@ -300,8 +331,13 @@ struct InferredMapping: Sendable {
         }
     }
 
-    /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure).
+    /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure):
+    /// one validation checks (limits, uniqueness, made required, a new type, ...) before a
+    /// rename, which is listed first but breaks nothing.
     func change(entity: String, key: String?) -> SchemaChange? {
-        changes.first { $0.entity == entity && $0.key == key } ?? changes.first { $0.entity == entity && $0.key == nil }
+        let renames: Set<SchemaChange.Kind> = [.renamedEntity, .renamedAttribute, .renamedRelationship]
+        let forKey = changes.filter { $0.entity == entity && $0.key == key }
+        return forKey.first { !renames.contains($0.kind) || !$0.isInferable } ?? forKey.first
+            ?? changes.first { $0.entity == entity && $0.key == nil }
     }
 }

@@ -212,7 +212,8 @@ struct StepExecution {
         let schema = step.destination
         let slots = destination.spill.slots
         // Per destination entity, by number × property count + property: relationships first
-        // filled through an inverse in this pass.
+        // filled through an inverse in this pass, and made objects' relationships carried over
+        // from their source object in it.
         let filledThroughInverse = schema.entities.map { _ in slots.makeArea() }
         func slotIndex(_ entity: Int, _ number: UInt64, _ property: Int) -> UInt64 {
             number * UInt64(schema.entities[entity].propertyCount) + UInt64(property)
@@ -228,18 +229,43 @@ struct StepExecution {
             let attributeCount = entity.attributes.count
             let destinations = entity.relationships.map { schema.entityIndex(named: $0.destination)! }
             let numbers = destination.spill.numbers(of: d)
+            let inverses = entity.relationships.enumerated().map { r, relationship in
+                schema.entities[destinations[r]].propertyIndex(named: relationship.inverse)!
+            }
             // Carried-over objects: their relationships, followed to what the related objects became.
+            // What a transform set on a made object wins over the source: a made object whose
+            // side of the relationship its transform set elsewhere (not filled in this pass,
+            // which marks what it fills) is left out, and objects
+            // that joined through a transform's inverse (all the carried-over object holds
+            // before this pass) stay, after the source's.
             if let s = mapping.source {
                 for number in numbers where destination.origin(d, number) == nil {
-                    guard let sourceRow = source.tables[s][number] else { continue }
+                    guard let sourceRow = source.tables[s][number], let row = try destination.row(d, number) else { continue }
+                    let id = ObjectID(entity: entity.name, number: number)
                     var changes: [(index: Int, value: Value)] = []
                     for (r, relationship) in entity.relationships.enumerated() {
                         guard case .copy(let i) = mapping.properties[attributeCount + r] else { continue }
-                        let targets = CommitPlan.targets(sourceRow.values[i]).flatMap {
-                            remap($0, to: destinations[r], destination, isTransformed: isTransformed)
+                        var targets: [ObjectID] = []
+                        for old in CommitPlan.targets(sourceRow.values[i]) {
+                            for target in remap(old, to: destinations[r], destination, isTransformed: isTransformed) {
+                                let e = destinations[r]
+                                if destination.origin(e, target.number) != nil,
+                                    slots.slot(filledThroughInverse[e], slotIndex(e, target.number, inverses[r])).isEmpty,
+                                    let other = try destination.row(e, target.number)
+                                {
+                                    let side = CommitPlan.targets(other[inverses[r]])
+                                    if !side.isEmpty && !side.contains(id) { continue }
+                                }
+                                targets.append(target)
+                            }
                         }
-                        changes.append((attributeCount + r,
-                                        relationship.isToMany ? .objects(Self.unique(targets)) : (targets.first.map { .object($0) } ?? .null)))
+                        let current = CommitPlan.targets(row[attributeCount + r])
+                        if relationship.isToMany {
+                            let listed = Set(targets)
+                            changes.append((attributeCount + r, .objects(Self.unique(targets + current.filter { !listed.contains($0) }))))
+                        } else {
+                            changes.append((attributeCount + r, (current.first ?? targets.first).map { .object($0) } ?? .null))
+                        }
                     }
                     if !changes.isEmpty { try destination.updateRow(d, number, changes) }
                 }
@@ -278,6 +304,8 @@ struct StepExecution {
                     guard list != current else { continue }
                     try destination.setRelationship(relationship.isToMany ? .objects(list) : .object(list[0]),
                                                     at: index, of: id, entity: d, filledInverse: markFilled)
+                    // Carried, not set by the transform: carried-over objects do not defer to it.
+                    markFilled(d, number, index)
                 }
             }
         }

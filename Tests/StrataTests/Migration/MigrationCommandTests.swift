@@ -85,6 +85,28 @@ import Testing
         #expect(await runTool(["verify", store]).status == 0)
     }
 
+    /// A model file of another model (its name is not the store's) is refused before
+    /// anything is written: inferred from the store's schema, every entity would be removed
+    /// and every object dropped.
+    @Test func aModelOfAnotherNameIsRefusedAndNothingChanges() async throws {
+        defer { directory.remove() }
+        try await MusicModel.createStore(version: 1, at: store)
+        let other = try Schema("Inventory", version: 2, entities: [Entity("Item", attributes: [Attribute("name", .string)])])
+        let model = try writeModel(other, "inventory-v2.json")
+        let before = try MusicModel.files(store)
+        let dryRun = await runTool(["migrate", store, "--model", model, "--dry-run"])
+        let migrate = await runTool(["migrate", store, "--model", model])
+        for result in [dryRun, migrate] {
+            #expect(result.status == 1)
+            #expect(result.errors.hasPrefix("strata migrate: \(model): the model is \"Inventory\", but the store holds \"Music\""), "\(result.errors)")
+        }
+        #expect(try MusicModel.files(store) == before)
+        let same = try writeModel(try Schema("Inventory", version: 1, entities: MusicModel.v1.entities), "inventory-v1.json")
+        let sameShape = await runTool(["migrate", store, "--model", same])
+        #expect(sameShape.status == 1 && sameShape.output.isEmpty, "\(sameShape)")
+        #expect(try MusicModel.files(store) == before)
+    }
+
     @Test func usageAndVersionErrors() async throws {
         defer { directory.remove() }
         let missing = await runTool(["migrate", store])

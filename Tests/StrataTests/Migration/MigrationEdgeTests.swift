@@ -251,6 +251,84 @@ import Testing
         }
     }
 
+    /// A transform may set a made object's relationships to objects carried over (they exist
+    /// once their entity's pass ran): Song/1 moves from Album/1 to Album/2, and in the
+    /// many-to-many case stays on Playlist/2 only. The carried-over side follows the
+    /// transform instead of the source: Album/2 lists its own song, then the one that joined.
+    @Test("a transform's relationships to carried-over objects win over the source's", arguments: [false, true])
+    func aTransformMovesAnObjectBetweenCarriedOverOnes(manyToMany: Bool) async throws {
+        let listEntity = manyToMany ? "Playlist" : "Album", back = manyToMany ? "playlists" : "album"
+        func schema(_ version: Int) throws -> Schema {
+            try Schema("Disc", version: version, entities: [
+                Entity(listEntity, attributes: [Attribute("title", .string)],
+                       relationships: [Relationship("songs", to: "Song", inverse: back, toMany: true)]),
+                Entity("Song", attributes: [Attribute("title", .string)],
+                       relationships: [Relationship(back, to: listEntity, inverse: "songs", toMany: manyToMany)]),
+            ])
+        }
+        let v1 = try schema(1), v2 = try schema(2)
+        let song1 = Self.id("Song", 1), song2 = Self.id("Song", 2), list1 = Self.id(listEntity, 1), list2 = Self.id(listEntity, 2)
+        let rows = [
+            MusicModel.row(v1, listEntity, 1, ["title": .string("A"), "songs": .objects([song1])]),
+            MusicModel.row(v1, listEntity, 2, ["title": .string("B"), "songs": .objects(manyToMany ? [song2, song1] : [song2])]),
+            MusicModel.row(v1, "Song", 1, ["title": .string("S1"), back: manyToMany ? .objects([list1, list2]) : .object(list1)]),
+            MusicModel.row(v1, "Song", 2, ["title": .string("S2"), back: manyToMany ? .objects([list2]) : .object(list2)]),
+        ]
+        var step = MigrationStep(from: v1, to: v2)
+        step.transform("Song") { song, destination in
+            try destination.insert("Song", values: ["title": song["title"], back: manyToMany ? .objects([list2]) : .object(list2)])
+        }
+        let directory = TemporaryDirectory("migration-transform-moves")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, rows)
+        let plan = try MigrationPlan(schemas: [v1, v2], steps: [step])
+        let dryRun = try await plan.dryRun(storeAt: path)
+        #expect(dryRun.wouldSucceed, "\(dryRun)")
+        let store = try await Store.open(at: path, migratingWith: plan)
+        let generation = store.currentGeneration
+        await store.close()
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems())")
+        let list = v2.entity(named: listEntity)!.propertyIndex(named: "songs")!, song = v2.entity(named: "Song")!.propertyIndex(named: back)!
+        #expect(generation.object(list1)?.values[list] == .objects([]))
+        #expect(generation.object(list2)?.values[list] == .objects([song2, song1]))
+        #expect(generation.object(song1)?.values[song] == (manyToMany ? .objects([list2]) : .object(list2)))
+    }
+
+    /// Artist.albums becomes the to-one Artist.album, and the transform for Artist leaves it
+    /// empty: it takes the first of its source's albums when relationships are carried over.
+    /// The second album's artist still names the artist, which no longer refers back: that
+    /// is no choice of the transform's, so validation refuses the step rather than the album
+    /// silently losing its artist.
+    @Test("a relationship carried over to a made object is not taken for one its transform set")
+    func aCarriedOverRelationshipIsNotTheTransformsChoice() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [
+            Entity("Artist", attributes: [Attribute("name", .string)],
+                   relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true)]),
+            Entity("Album", attributes: [Attribute("title", .string)], relationships: [Relationship("artist", to: "Artist", inverse: "albums")]),
+        ])
+        let v2 = try Schema("Shop", version: 2, entities: [
+            Entity("Artist", attributes: [Attribute("name", .string)], relationships: [Relationship("album", to: "Album", inverse: "artist", renamedFrom: "albums")]),
+            Entity("Album", attributes: [Attribute("title", .string)], relationships: [Relationship("artist", to: "Artist", inverse: "album")]),
+        ])
+        let rows = [
+            MusicModel.row(v1, "Artist", 1, ["name": .string("A"), "albums": .objects([Self.id("Album", 1), Self.id("Album", 2)])]),
+            MusicModel.row(v1, "Album", 1, ["title": .string("X"), "artist": .object(Self.id("Artist", 1))]),
+            MusicModel.row(v1, "Album", 2, ["title": .string("Y"), "artist": .object(Self.id("Artist", 1))]),
+        ]
+        var step = MigrationStep(from: v1, to: v2)
+        step.transform("Artist") { artist, destination in try destination.insert("Artist", values: ["name": artist["name"]]) }
+        let directory = TemporaryDirectory("migration-carried-not-chosen")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, rows)
+        let before = try MusicModel.files(path)
+        let error = await MigrationFixture.migrate(path, try MigrationPlan(schemas: [v1, v2], steps: [step]))
+        #expect(error?.code == .validationFailed)
+        #expect(error?.problems.map { "\($0.object).\($0.key)" } == ["Album/2.artist"], "\(String(describing: error))")
+        #expect(try MusicModel.files(path) == before)
+    }
+
     // MARK: - Stores and numbers
 
     /// A store with no transaction at all (checkpoint of transaction 0) migrates, both

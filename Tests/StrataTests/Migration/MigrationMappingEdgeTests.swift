@@ -280,3 +280,81 @@ extension MigrationMappingEdgeTests {
         await migrated.close()
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// Two entities of v2 rename from the same entity, and two attributes from the same
+    /// attribute. Followed, each old object became two (and each old value was copied into
+    /// two attributes); an inferred step refuses it instead, naming the second of each.
+    @Test("a renamedFrom that two entities or two properties claim is not inferred")
+    func aRenameClaimedTwiceIsNotInferred() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [
+            Entity("Item", attributes: [Attribute("code", .int, unique: true), Attribute("label", .string)]),
+        ])
+        let entities = try Schema("Shop", version: 2, entities: [
+            Entity("Product", attributes: [Attribute("code", .int, unique: true), Attribute("label", .string)], renamedFrom: "Item"),
+            Entity("Article", attributes: [Attribute("code", .int, unique: true), Attribute("label", .string)], renamedFrom: "Item"),
+        ])
+        let attributes = try Schema("Shop", version: 2, entities: [
+            Entity("Item", attributes: [Attribute("code", .int, unique: true), Attribute("title", .string, renamedFrom: "label"),
+                                        Attribute("name", .string, renamedFrom: "label")]),
+        ])
+        for (schema, entity, key) in [(entities, "Article", nil), (attributes, "Item", "name")] as [(Schema, String, String?)] {
+            let refused = #expect(throws: MigrationError.self) { _ = try MigrationPlan(schemas: [v1, schema]) }
+            #expect(refused?.code == .notInferable)
+            #expect(refused?.changes.map { "\($0.entity).\($0.key ?? "")" } == ["\(entity).\(key ?? "")"], "\(String(describing: refused))")
+            #expect(refused?.changes.first?.detail.hasPrefix("renamed from \"\(key == nil ? "Item" : "label")\", which ") == true,
+                    "\(String(describing: refused?.changes))")
+        }
+        // The directory is made after the plans are refused: nothing may be migrated.
+        let directory = TemporaryDirectory("migration-rename-twice")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, [MusicModel.row(v1, "Item", 1, ["code": .int(1), "label": .string("x")])])
+        // A custom step may still make both from each item.
+        var step = MigrationStep(from: v1, to: entities)
+        step.transform("Item") { item, destination in
+            try destination.insert("Product", values: ["code": item["code"], "label": item["label"]])
+            try destination.insert("Article", values: ["code": item["code"], "label": item["label"]])
+        }
+        let store = try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: [v1, entities], steps: [step]))
+        #expect(store.currentGeneration.objects(of: "Product").map(\.values) == [[.int(1), .string("x")]])
+        #expect(store.currentGeneration.objects(of: "Article").map(\.values) == [[.int(1), .string("x")]])
+        await store.close()
+    }
+
+    /// An attribute renamed and given a limit, and two attributes that swap names, the new
+    /// unique one holding a repeated value: the failure's cause is the change validation
+    /// checks (the limit, the uniqueness), not the rename listed before it — in the dry run
+    /// and in the migration.
+    @Test("a validation failure of a renamed attribute names the change that broke it, not the rename")
+    func aRenamedAttributesFailureNamesTheChangeBehindIt() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [
+            Entity("Item", attributes: [Attribute("size", .int), Attribute("code", .string, unique: true),
+                                        Attribute("label", .string)]),
+        ])
+        let limited = try Schema("Shop", version: 2, entities: [
+            Entity("Item", attributes: [Attribute("length", .int, renamedFrom: "size", max: .int(5)), Attribute("code", .string, unique: true),
+                                        Attribute("label", .string)]),
+        ])
+        let swapped = try Schema("Shop", version: 2, entities: [
+            Entity("Item", attributes: [Attribute("size", .int), Attribute("code", .string, unique: true, renamedFrom: "label"),
+                                        Attribute("label", .string, renamedFrom: "code")]),
+        ])
+        let rows = [MusicModel.row(v1, "Item", 1, ["size": .int(9), "code": .string("a"), "label": .string("same")]),
+                    MusicModel.row(v1, "Item", 2, ["size": .int(1), "code": .string("b"), "label": .string("same")])]
+        let directory = TemporaryDirectory("migration-renamed-cause")
+        defer { directory.remove() }
+        let cases: [(String, Schema, String)] = [("limited", limited, "Item.length: limits changed (checked by validation)"),
+                                                 ("swapped", swapped, "Item.code: made unique (checked by validation)")]
+        for (name, schema, expected) in cases {
+            let path = directory.appending("\(name).strata")
+            try await MigrationFixture.makeStore(at: path, v1, rows)
+            let plan = try MigrationPlan(schemas: [v1, schema])
+            let dryRun = try await plan.dryRun(storeAt: path)
+            #expect(dryRun.steps.first?.problems.map { $0.cause?.description } == [expected], "\(name): \(dryRun)")
+            let error = await MigrationFixture.migrate(path, plan)
+            #expect(error?.code == .validationFailed)
+            #expect(error?.cause?.description == expected, "\(name): \(String(describing: error))")
+        }
+    }
+}
