@@ -32,14 +32,42 @@ enum ISO8601 {
         return seconds >= earliest && seconds < beyondLatest - 0.0005  // NaN fails both
     }
 
-    /// Formats a date to the millisecond, in UTC, with fractional seconds only when it has
-    /// them; milliseconds are rounded, so text parsed and formatted again is the same text.
+    /// Formats a date in UTC as text that reads back as exactly that date: to the
+    /// millisecond, with fractional seconds only when it has them, when that is exact (so
+    /// text parsed and formatted again is the same text); otherwise with as many fractional
+    /// digits as the date needs, in steps of three, up to fifteen — a dump once wrote two
+    /// dates a fraction of a millisecond apart as one, and its import merged two objects
+    /// keyed by them.
     static func string(from date: Date) -> String {
         guard canRepresent(date) else { return "(no date: \(date.timeIntervalSince1970) s from 1970)" }
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        let (days, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
+        let (msSeconds, milliseconds) = floorDivision(Int64((date.timeIntervalSince1970 * 1000).rounded()), 1000)
+        let short = text(seconds: msSeconds, fraction: milliseconds, digits: 3)
+        if Self.date(from: short) == date { return short }
+        // Whole seconds and the fraction apart, from the reference date (the origin of a
+        // date's own double): both exact, where the product of the double and a scale is
+        // off by tens of units.
+        let interval = date.timeIntervalSinceReferenceDate
+        let whole = interval.rounded(.down)
+        for digits in stride(from: 6, through: 15, by: 3) {
+            var scale: Int64 = 1
+            for _ in 0..<digits { scale *= 10 }
+            let nearest = Int64(((interval - whole) * Double(scale)).rounded())
+            // The nearest text, or one a few units away: reading adds in binary, so the
+            // nearest decimal may read back a unit in the last place off.
+            for nudge: Int64 in [0, 1, -1, 2, -2, 3, -3] {
+                let (carry, fraction) = floorDivision(nearest + nudge, scale)
+                let text = text(seconds: Int64(whole) + referenceDateSeconds + carry, fraction: fraction, digits: digits)
+                if Self.date(from: text) == date { return text }
+            }
+        }
+        return short
+    }
+
+    /// The text of `seconds` from 1970 and `fraction` 1/10^`digits` seconds, fractional digits
+    /// only when not zero.
+    private static func text(seconds: Int64, fraction: Int64, digits: Int) -> String {
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civil(fromDays: days)
-        let secondOfDay = millisecondOfDay / 1000, fraction = millisecondOfDay % 1000
         var text = ""
         if (0...9999).contains(year) {
             text += padded(year, 4)
@@ -48,7 +76,7 @@ enum ISO8601 {
         }
         text += "-" + padded(month, 2) + "-" + padded(day, 2)
         text += "T" + padded(secondOfDay / 3600, 2) + ":" + padded(secondOfDay / 60 % 60, 2) + ":" + padded(secondOfDay % 60, 2)
-        if fraction != 0 { text += "." + padded(fraction, 3) }
+        if fraction != 0 { text += "." + padded(fraction, digits) }
         return text + "Z"
     }
 
@@ -94,13 +122,13 @@ enum ISO8601 {
         guard (1...12).contains(month), (1...daysIn(month: month, of: year)).contains(day),
               hour < 24, minute < 60, second < 60
         else { return nil }
-        // The fraction as an integer of its first nine digits over a power of ten (the rest
-        // is below what a date holds), so that milliseconds read back exactly.
+        // The fraction as an integer of its first fifteen digits over a power of ten (the
+        // rest is below what a date holds), so that milliseconds read back exactly.
         var numerator: Int64 = 0, places = 0
         if expect(".") {
             let start = i
             while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 {
-                if places < 9 {
+                if places < 15 {
                     numerator = numerator * 10 + Int64(bytes[i] - 0x30)
                     places += 1
                 }
@@ -128,9 +156,12 @@ enum ISO8601 {
             for _ in places..<3 { milliseconds *= 10 }
             return Date(timeIntervalSince1970: Double(seconds * 1000 + milliseconds) / 1000)
         }
+        // Finer fractions add to whole seconds counted from the reference date, the origin of
+        // a date's own double: counted from 1970 the sum was rounded twice, and every other
+        // double near today's dates could not be spelled.
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
-        return Date(timeIntervalSince1970: Double(seconds) + Double(numerator) / scale)
+        return Date(timeIntervalSinceReferenceDate: Double(seconds - referenceDateSeconds) + Double(numerator) / scale)
     }
 
     // MARK: - The proleptic Gregorian calendar
@@ -171,6 +202,9 @@ enum ISO8601 {
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
+
+    /// The reference date (2001-01-01) in seconds from 1970.
+    private static let referenceDateSeconds: Int64 = 978_307_200
 
     private static func floorDivision(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
         let quotient = a / b, remainder = a % b

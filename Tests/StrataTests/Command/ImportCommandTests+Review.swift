@@ -182,3 +182,22 @@ extension ImportCommandTests {
         #expect(keys == order.map { Value.int(Int64($0)) })
     }
 }
+
+extension ImportCommandTests {
+    /// FORMATS §3: the dump round trip for dates a fraction of a millisecond apart, as
+    /// `Date()` gives them — here a unique key: written to the millisecond they were one
+    /// date, and importing the dump merged the two objects into one (exit 0).
+    @Test func datesFinerThanAMillisecondSurviveADump() async throws {
+        let dump = try await dumpRoundTrip(model: #"""
+            {"name": "Events", "version": 1, "entities": [
+              {"name": "Event", "attributes": [{"name": "at", "type": "date", "unique": true}]}
+            ]}
+            """#, input: [
+                #"{"entity": "Event", "values": {"at": "2026-11-25T09:30:00.1234Z"}}"#,
+                #"{"entity": "Event", "values": {"at": "2026-11-25T09:30:00.1232Z"}}"#,
+                #"{"entity": "Event", "values": {"at": "2001-01-01T00:00:00.000000000123Z"}}"#,
+            ])
+        #expect(dump.second == dump.first, "\(dump.first)\n---\n\(dump.second)")
+        #expect(dump.second.split(separator: "\n").count == 3, "\(dump.second)")
+    }
+}

@@ -131,3 +131,29 @@ extension ISO8601EdgeTests {
         #expect(attribute.problem(with: .date(Date(timeIntervalSince1970: seconds))) != nil)
     }
 }
+
+extension ISO8601EdgeTests {
+    /// Any date — a `Date()` with its sub-millisecond part, a random instant over ±31,000
+    /// years — is written as text that reads back as exactly that date, so that a dump and
+    /// its import hold the same values (two dates a fraction of a millisecond apart were
+    /// written alike, and two objects keyed by them became one).
+    @Test func everyDateReadsBackExactly() throws {
+        var random = SplitMix64(seed: 11)
+        var dates = [Date(), Date(timeIntervalSince1970: 1_700_000_000.000_123_4), Date(timeIntervalSinceReferenceDate: 0.000_000_1)]
+        for _ in 0..<20_000 {
+            let unit = Double(random.next() >> 11) / Double(1 << 53)  // [0, 1)
+            dates.append(Date(timeIntervalSince1970: 1_600_000_000 + unit * 200_000_000))
+            dates.append(Date(timeIntervalSince1970: (unit - 0.5) * 2e12))
+            dates.append(Date(timeIntervalSinceReferenceDate: Double(Int64(bitPattern: random.next()) % 1_000_000_000_000) / 1e3 + unit / 1e3))
+        }
+        var wrong: [String] = []
+        for date in dates where ISO8601.canRepresent(date) {
+            let text = ISO8601.string(from: date)
+            if ISO8601.date(from: text) != date { wrong.append("\(date.timeIntervalSinceReferenceDate) → \(text)") }
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) dates do not read back: \(wrong.prefix(5))")
+        // Millisecond dates keep their short form.
+        #expect(ISO8601.string(from: Date(timeIntervalSince1970: 1_577_836_800.25)) == "2020-01-01T00:00:00.250Z")
+        #expect(ISO8601.string(from: Date(timeIntervalSinceReferenceDate: 599_529_600.000_25)) == "2020-01-01T00:00:00.000250Z")
+    }
+}
