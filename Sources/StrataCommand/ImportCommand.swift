@@ -55,6 +55,9 @@ enum ImportCommand {
         var importer = JSONLinesImporter(store: store, batchSize: batchSize)
         let bar = progress == "bar" ? ProgressBar(output: output, total: reader.size) : nil
         let outcome: Result<JSONLinesImporter.Summary, JSONLinesImporter.ImportError>
+        // The bytes the last read event reported: the reader itself belongs to the thread
+        // reading ahead while the importer runs.
+        var bytesRead: Int64 = 0
         do throws(JSONLinesImporter.ImportError) {
             outcome = .success(try await importer.run(reader) { event in
                 switch event {
@@ -62,8 +65,9 @@ enum ImportCommand {
                     if progress == "json" {
                         output.line(#"{"event":"committed","transaction":\#(transaction),"objects":\#(lines)}"#)
                     }
-                    bar?.update(lines: lines, bytes: reader.bytesRead, committed: transaction)
+                    bar?.update(lines: lines, bytes: bytesRead, committed: transaction)
                 case .read(let lines, let bytes):
+                    bytesRead = bytes
                     bar?.update(lines: lines, bytes: bytes, committed: nil)
                 }
             })
