@@ -287,7 +287,7 @@ public struct JSONLinesImporter {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: numbers a line gives go up to \(Self.largestNumber)")
                 }
                 guard held[entity].remove(explicitID.number) != nil || store.reserveObjectNumber(explicitID.number, entity: entity) else {
-                    throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already")
+                    throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already, or numbers after it (they only go up, and a number passed is never given): give new objects increasing numbers, or leave \"id\" out")
                 }
                 id = explicitID
             } else {

@@ -201,3 +201,21 @@ extension ImportCommandTests {
         #expect(dump.second.split(separator: "\n").count == 3, "\(dump.second)")
     }
 }
+
+extension ImportCommandTests {
+    /// New objects given numbers that go down: the second is refused, and the error says
+    /// why a number nothing holds cannot be given (numbers only go up) and what to do.
+    @Test func descendingNumbersForNewObjectsAreRefusedWithTheReason() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        let file = try catalog.file("tags.jsonl", [#"{"entity": "Tag", "id": "Tag/5", "values": {"label": "five"}}"#,
+                                                   #"{"entity": "Tag", "id": "Tag/3", "values": {"label": "three"}}"#])
+        let refused = await runTool(["import", catalog.path, file])
+        #expect(refused.status == 1)
+        #expect(refused.errors.firstLine.contains(":2: "), "\(refused.errors)")
+        #expect(refused.errors.firstLine.hasSuffix("numbers after it (they only go up, and a number passed is never given): give new objects increasing numbers, or leave \"id\" out"),
+                "\(refused.errors)")
+        #expect(try await catalog.generation().count(of: "Tag") == 0)
+    }
+}
