@@ -2,55 +2,66 @@ import Foundation
 import Testing
 @testable import Strata
 
+/// A relationship change the merge policy drops — `storeWins` the conflicting key, `rollback`
+/// the whole conflicting object — takes the other sides the same save changed along with it
+/// to the store's value, so the rest of the save commits instead of being refused as an
+/// inverse violation.
 extension ConflictTests {
-    @Test("a to-one change storeWins drops takes back the other side the save changed along with it (the new artist does not list the album)")
-    func droppedToOneLetsTheNewSideGo() async throws {
-        let directory = TemporaryDirectory("strata-conflict")
-        defer { directory.remove() }
+    /// A store of the constraint objects where another commit ("theirs") has given album X
+    /// to A3 since `base` was read.
+    static func albumGivenToA3(in directory: TemporaryDirectory) async throws -> (store: Store, o: Objects, base: Generation) {
         let store = try StoreTesting.create(in: directory)
         let o = try await Objects.commit(into: store)
         let base = store.currentGeneration
-        // Theirs gives album X to A3; ours gives it to A2 (A1 lets go of it on both sides).
         try await store.commit(ChangeSet(author: "theirs", updated: [
             base.update(o.x, ["artist": .object(o.a3)]), base.update(o.a1, ["albums": .objects([])]),
             base.update(o.a3, ["albums": .objects([o.x])]),
         ]))
+        return (store, o, base)
+    }
+
+    @Test("a to-one change the policy drops takes back the other side the save changed along with it (the new artist does not list the album)",
+          arguments: [MergePolicy.storeWins, .rollback])
+    func droppedToOneLetsTheNewSideGo(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let (store, o, base) = try await Self.albumGivenToA3(in: directory)
+        let title = try #require(base.object(o.x)?.values[base.schema.entity(named: "Album")!.propertyIndex(named: "title")!])
+        // Ours gives X to A2 (A1 lets go of it on both sides).
         let ours = ChangeSet(author: "ours", updated: [
             base.update(o.x, ["artist": .object(o.a2), "title": .string("Ours")]), base.update(o.a1, ["albums": .objects([])]),
             base.update(o.a2, ["albums": .objects([o.x])]),
-        ], mergePolicy: .storeWins)
+        ], mergePolicy: policy)
         let result = try await store.commit(ours)
         #expect(Set(result.resolvedConflicts.map(\.object)) == [o.x, o.a1], "\(result.resolvedConflicts)")
         let g = store.currentGeneration
-        #expect(g.value(o.x, "artist") == .object(o.a3) && g.value(o.x, "title") == .string("Ours"))
+        #expect(g.value(o.x, "artist") == .object(o.a3))
+        #expect(g.value(o.x, "title") == (policy == .storeWins ? .string("Ours") : title))
         #expect(g.value(o.a2, "albums") == .objects([]), "A2 lists the album whose artist stayed A3")
         #expect(g.value(o.a3, "albums") == .objects([o.x]))
         #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
         await store.close()
     }
 
-    @Test("a to-one change storeWins drops takes back the other side the save changed along with it (the kept artist lists the album again)")
-    func droppedToOneKeepsTheStoreSide() async throws {
+    @Test("a to-one change the policy drops takes back the other side the save changed along with it (the kept artist lists the album again)",
+          arguments: [MergePolicy.storeWins, .rollback])
+    func droppedToOneKeepsTheStoreSide(policy: MergePolicy) async throws {
         let directory = TemporaryDirectory("strata-conflict")
         defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory)
-        let o = try await Objects.commit(into: store)
-        let base = store.currentGeneration
-        // Theirs gives album X to A3. Ours takes X from its artist: from A1 as read before,
-        // and from A3 as read after (a context that merged theirs into an object it held).
-        try await store.commit(ChangeSet(author: "theirs", updated: [
-            base.update(o.x, ["artist": .object(o.a3)]), base.update(o.a1, ["albums": .objects([])]),
-            base.update(o.a3, ["albums": .objects([o.x])]),
-        ]))
+        let (store, o, base) = try await Self.albumGivenToA3(in: directory)
+        let title = try #require(base.object(o.x)?.values[base.schema.entity(named: "Album")!.propertyIndex(named: "title")!])
+        // Ours takes X from its artist: from A1 as read before theirs, and from A3 as read
+        // after (a context that merged theirs into an object it held).
         let after = store.currentGeneration
         let ours = ChangeSet(author: "ours", updated: [
             base.update(o.x, ["artist": .null, "title": .string("Ours")]), base.update(o.a1, ["albums": .objects([])]),
             after.update(o.a3, ["albums": .objects([])]),
-        ], mergePolicy: .storeWins)
+        ], mergePolicy: policy)
         let result = try await store.commit(ours)
         #expect(Set(result.resolvedConflicts.map(\.object)) == [o.x, o.a1], "\(result.resolvedConflicts)")
         let g = store.currentGeneration
-        #expect(g.value(o.x, "artist") == .object(o.a3) && g.value(o.x, "title") == .string("Ours"))
+        #expect(g.value(o.x, "artist") == .object(o.a3))
+        #expect(g.value(o.x, "title") == (policy == .storeWins ? .string("Ours") : title))
         #expect(g.value(o.a3, "albums") == .objects([o.x]), "A3 lost the album whose artist it stayed")
         #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
         await store.close()
