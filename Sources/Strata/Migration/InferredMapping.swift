@@ -82,16 +82,20 @@ struct InferredMapping: Sendable {
 
     /// Per item: the source its `renamedFrom` names, when that hint applies. It applies when
     /// the source has the old name and either lacks the item's own name, or another item
-    /// renames from the own name (names swapped or rotated). A hint whose item the source
-    /// still has under its own name, and whose own name nothing renames from, is left over
-    /// from the version that made the rename — a schema copied forward keeps its
-    /// `renamedFrom` — and following it would move values between two properties (or
-    /// entities) that both exist: the item matches by name instead.
+    /// renames from the own name (names swapped or rotated), or the old name is not kept
+    /// (nothing of the new version has it: the old `title` is removed and `name` renamed to
+    /// `title` — followed by name instead, `title` kept its old values and `name`'s were
+    /// dropped). A hint whose item the source still has under its own name, whose own name
+    /// nothing renames from, and whose old name the new version has again, is left over from
+    /// the version that made the rename — a schema copied forward keeps its `renamedFrom` —
+    /// and following it would move values between two properties (or entities) that both
+    /// exist: the item matches by name instead.
     private static func renames(_ items: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?) -> [Int?] {
         let renamedFrom = Set(items.compactMap(\.renamedFrom))
+        let names = Set(items.map(\.name))
         return items.map { item in
             guard let old = item.renamedFrom, let found = lookup(old) else { return nil }
-            return lookup(item.name) == nil || renamedFrom.contains(item.name) ? found : nil
+            return lookup(item.name) == nil || renamedFrom.contains(item.name) || !names.contains(old) ? found : nil
         }
     }
 

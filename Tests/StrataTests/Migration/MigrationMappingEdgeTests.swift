@@ -358,3 +358,31 @@ extension MigrationMappingEdgeTests {
         }
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// v2 removes Track.title and renames name to title. Matched by name, title kept its old
+    /// values and name's were dropped, silently; the rename applies, as it would with the
+    /// old title gone, and the old title is the one removed.
+    @Test("a rename onto the name of a property the same step removes is followed")
+    func renameOntoARemovedName() async throws {
+        let v1 = try Schema("Player", version: 1, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("name", .string), Attribute("title", .string)]),
+        ])
+        let v2 = try Schema("Player", version: 2, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("title", .string, renamedFrom: "name")]),
+        ])
+        let plan = try MigrationPlan(schemas: [v1, v2])
+        let changes = plan.steps[0].changes.map(\.description)
+        #expect(changes == ["Track.title: renamed from \"name\"", "Track.title: removed: its values are dropped"], "\(changes)")
+        let directory = TemporaryDirectory("migration-rename-onto-removed")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, [
+            MusicModel.row(v1, "Track", 1, ["trackID": .int(1), "name": .string("Intro"), "title": .string("old title")]),
+        ])
+        let store = try await Store.open(at: path, migratingWith: plan)
+        let values = store.currentGeneration.object(MusicModel.id("Track", 1))?.values
+        await store.close()
+        #expect(values == [.int(1), .string("Intro")])
+    }
+}
