@@ -15,13 +15,13 @@ struct InferredContents: CheckpointSource {
 
     var lastTransaction: UInt64 { source.transaction }
 
-    /// Every destination entity's highest number: its source entity's (deleted objects included).
+    /// Every destination entity's highest number: its source entity's (deleted objects
+    /// included), or a source entity's of its name (see ``MigrationStep/highestNumberCarried(into:from:)``).
     var highestObjectNumbers: [String: UInt64] {
         var result: [String: UInt64] = [:]
-        for (d, mapping) in step.mapping.entities.enumerated() {
-            if let s = mapping.source, source.highestNumbers[s] > 0 {
-                result[step.destination.entities[d].name] = source.highestNumbers[s]
-            }
+        for d in step.destination.entities.indices {
+            let highest = step.highestNumberCarried(into: d, from: source)
+            if highest > 0 { result[step.destination.entities[d].name] = highest }
         }
         return result
     }

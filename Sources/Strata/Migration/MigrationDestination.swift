@@ -83,10 +83,7 @@ public final class MigrationDestination {
         self.awakenedEntities = awakenedEntities
         // New numbers start above every number the matching source entity ever used, so an
         // object keeping its source number never meets a new one.
-        var next = step.destination.entities.map { _ in UInt64(1) }
-        for (index, mapping) in step.mapping.entities.enumerated() {
-            if let s = mapping.source { next[index] = source.highestNumbers[s] + 1 }
-        }
+        let next = step.destination.entities.indices.map { step.highestNumberCarried(into: $0, from: source) + 1 }
         nextNumber = next
         let schema = step.destination
         highestNumbers = schema.entities.map { _ in 0 }

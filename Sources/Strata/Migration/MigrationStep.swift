@@ -104,3 +104,19 @@ public struct MigrationStep: Sendable {
         links.append((destinationEntity, body))
     }
 }
+
+extension MigrationStep {
+    /// The highest object number destination entity `d` must start above: its source
+    /// entity's, and that of a source entity of its name that it does not come from (a new
+    /// entity taking a renamed one's old name) — so that no number an object of that name
+    /// ever had is given again: an ID kept outside the store (`Track/1`) never comes to name
+    /// another object.
+    func highestNumberCarried(into d: Int, from source: Generation) -> UInt64 {
+        var highest: UInt64 = 0
+        if let s = mapping.entities[d].source { highest = source.highestNumbers[s] }
+        if let same = self.source.entityIndex(named: destination.entities[d].name) {
+            highest = max(highest, source.highestNumbers[same])
+        }
+        return highest
+    }
+}

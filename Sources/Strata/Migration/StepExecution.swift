@@ -180,9 +180,7 @@ struct StepExecution {
         }
         // Numbers are never reused: carry every source entity's highest number over.
         var highest = destination.highestNumbers
-        for (s, d) in mapping.destinationOfSource.enumerated() {
-            if let d, source.highestNumbers[s] > highest[d] { highest[d] = source.highestNumbers[s] }
-        }
+        for d in highest.indices { highest[d] = max(highest[d], step.highestNumberCarried(into: d, from: source)) }
         var highestByName: [String: UInt64] = [:]
         for (d, entity) in step.destination.entities.enumerated() where highest[d] > 0 { highestByName[entity.name] = highest[d] }
         let contents = StepContents(spill: spill, schema: step.destination, lastTransaction: source.transaction,

@@ -386,3 +386,25 @@ extension MigrationMappingEdgeTests {
         #expect(values == [.int(1), .string("Intro")])
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// v2 renames Track to Song and adds a new Track: the new entity's numbers start above
+    /// every number the old Track ever used (they started at 1, so an ID kept outside the
+    /// store, `Track/1`, came to name another object).
+    @Test("a new entity taking a renamed entity's old name numbers its objects above the old ones")
+    func newEntityOfAnOldNameDoesNotReuseItsNumbers() async throws {
+        let v1 = try Schema("Player", version: 1, entities: [Entity("Track", attributes: [Attribute("name", .string)])])
+        let v2 = try Schema("Player", version: 2, entities: [
+            Entity("Song", attributes: [Attribute("name", .string)], renamedFrom: "Track"),
+            Entity("Track", attributes: [Attribute("code", .string, optional: true)]),
+        ])
+        let directory = TemporaryDirectory("migration-old-name-numbers")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, (1...3).map { MusicModel.row(v1, "Track", UInt64($0), ["name": .string("t\($0)")]) })
+        let store = try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: [v1, v2]))
+        #expect(store.currentGeneration.count(of: "Song") == 3)
+        #expect(store.allocateObjectIDs(for: "Track")[0].number == 4, "a new Track took a number an old Track had")
+        await store.close()
+    }
+}
