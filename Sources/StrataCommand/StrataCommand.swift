@@ -78,6 +78,11 @@ public enum StrataCommand {
             out.errorLine("strata: unknown command '\(name)'; run `strata help` for the commands")
             return 2
         }
+        // `strata COMMAND --help` as `strata help COMMAND` (no command takes a value `--help`).
+        if arguments.dropFirst().contains(where: { $0 == "--help" || $0 == "-h" }) {
+            out.standard("usage: \(command.usage)\n\n\(command.help)\n")
+            return 0
+        }
         do {
             let parsed = try Arguments(Array(arguments.dropFirst()), options: command.options, flags: command.flags)
             return try await command.run(parsed, out)

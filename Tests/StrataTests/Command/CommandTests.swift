@@ -46,6 +46,11 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
         for command in StrataCommand.commands {
             let help = await runTool(["help", command.name])
             #expect(help.status == 0)
+            // `strata COMMAND --help` (or `-h`), anywhere among its arguments, says the same.
+            for asked in [[command.name, "--help"], [command.name, "store.strata", "-h"]] {
+                let same = await runTool(asked)
+                #expect(same.status == 0 && same.output == help.output && same.errors.isEmpty, "\(asked): \(same.errors)")
+            }
             #expect(help.output.hasPrefix("usage: \(command.usage)"))
             #expect(help.output.contains("example:\n  strata \(command.name) "), "\(command.name)")
         }
