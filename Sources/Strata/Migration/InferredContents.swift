@@ -97,7 +97,7 @@ struct InferredContents: CheckpointSource {
                 let id = ObjectID(entity: entity.name, number: number)
                 func add(_ key: String, _ message: String) {
                     problems.append(ValidationProblem(problem: Generation.IntegrityProblem(object: id, key: key, message: message),
-                                                      cause: mapping.change(entity: entity.name, key: key)))
+                                                      cause: mapping.change(entity: entity.name, key: key, problem: message)))
                 }
                 for a in checked {
                     if let problem = AttributeCheck.problem(with: values[a], for: entity.attributes[a]) { add(entity.attributes[a].name, problem) }

@@ -337,11 +337,21 @@ struct InferredMapping: Sendable {
 
     /// The change that concerns `key` of `entity`, if any (for naming the cause of a failure):
     /// one validation checks (limits, uniqueness, made required, a new type, ...) before a
-    /// rename, which is listed first but breaks nothing.
-    func change(entity: String, key: String?) -> SchemaChange? {
+    /// rename, which is listed first but breaks nothing; given the validation `problem`, the
+    /// change of its kind — a repeated value is the uniqueness's doing, a missing one the
+    /// requirement's, when a key was made both (the first was blamed for either).
+    func change(entity: String, key: String?, problem: String? = nil) -> SchemaChange? {
         let renames: Set<SchemaChange.Kind> = [.renamedEntity, .renamedAttribute, .renamedRelationship]
         let forKey = changes.filter { $0.entity == entity && $0.key == key }
+        if let problem, let matching = forKey.first(where: { Self.explains($0, problem) }) { return matching }
         return forKey.first { !renames.contains($0.kind) || !$0.isInferable } ?? forKey.first
             ?? changes.first { $0.entity == entity && $0.key == nil }
+    }
+
+    /// Whether `change` is what a validation problem with this message checks.
+    private static func explains(_ change: SchemaChange, _ problem: String) -> Bool {
+        if problem.hasPrefix("unique value") { return change.kind == .optionsChanged && change.detail.contains("made unique") }
+        if problem.contains("required") { return change.kind == .madeRequired }
+        return false
     }
 }

@@ -168,7 +168,7 @@ struct StepExecution {
 
         // Validation.
         var problems = try integrityProblems(destination, limit: Self.problemLimit).map { problem in
-            (problem, mapping.change(entity: problem.object.entity, key: problem.key))
+            (problem, mapping.change(entity: problem.object.entity, key: problem.key, problem: problem.message))
         }
         try checkCancellation()
         // One limit for both kinds: a failure lists at most `problemLimit` problems in all.

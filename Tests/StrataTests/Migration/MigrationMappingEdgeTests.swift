@@ -408,3 +408,27 @@ extension MigrationMappingEdgeTests {
         await store.close()
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// v2 makes `code` both required (nil becomes 0) and unique: two objects without a code
+    /// repeat 0. The failure names the uniqueness as its cause (the requirement, the first
+    /// change of the key, was named).
+    @Test("a repeated value of a key made both required and unique is blamed on the uniqueness")
+    func repeatedValueBlamesUniqueness() async throws {
+        let v1 = try Schema("Shop", version: 1, entities: [Entity("Item", attributes: [Attribute("code", .int, optional: true)])])
+        let v2 = try Schema("Shop", version: 2, entities: [Entity("Item", attributes: [Attribute("code", .int, default: .int(0), unique: true)])])
+        let directory = TemporaryDirectory("migration-required-unique")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        try await MigrationFixture.makeStore(at: path, v1, [MusicModel.row(v1, "Item", 1, [:]), MusicModel.row(v1, "Item", 2, [:])])
+        let plan = try MigrationPlan(schemas: [v1, v2])
+        do throws(MigrationError) {
+            let store = try await Store.open(at: path, migratingWith: plan)
+            await store.close()
+            Issue.record("a repeated unique value was migrated")
+        } catch {
+            #expect(error.code == .validationFailed, "\(error)")
+            #expect(error.cause?.kind == .optionsChanged && error.cause?.detail.contains("made unique") == true, "\(error)")
+        }
+    }
+}
