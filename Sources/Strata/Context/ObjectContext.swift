@@ -231,9 +231,10 @@ public actor ObjectContext {
     /// pass), as Core Data holds unchanged objects weakly. So are objects that no longer
     /// exist — tombstones (deleted by a save or a merge) and objects inserted and deleted
     /// before any save — once the context's view does not hold them either, no pending
-    /// change refers to them and no live results whose updates are suspended list them: asked for again by ID, such an object is missing, as any ID
-    /// the view does not hold (`objectNotFound` rather than a tombstone's `objectDeleted`,
-    /// empty values rather than the last ones). A tombstone someone holds stays registered,
+    /// change refers to them and no live results whose updates are suspended list them:
+    /// asked for again by ID, such an object is missing, as any ID the view does not hold
+    /// (`objectNotFound` rather than a tombstone's `objectDeleted`, empty values rather than
+    /// the last ones). A tombstone someone holds stays registered,
     /// the same instance with its last values.
     public var registeredObjects: [ManagedObject] { graph.registeredObjects }
     /// Whether there is anything to save.

@@ -787,8 +787,9 @@ final class ObjectGraph {
     /// kept for the next save; and objects that no longer exist — tombstones (deleted by a
     /// save or a merge, or missing when loaded) and objects inserted and deleted before any
     /// save — that the context's view does not hold either, that none of its pending
-    /// changes refers to, and that no live results not kept current show. Nobody can tell an unchanged object was let go: no one refers to
-    /// the instance, and asking for it again gives a fresh one loaded from the same view.
+    /// changes refers to, and that no live results not kept current show. Nobody can tell
+    /// an unchanged object was let go: no one refers to the instance, and asking for it again
+    /// gives a fresh one loaded from the same view.
     /// Asked for again, an object that no longer exists is one the view does not hold, as
     /// any such ID: a fault that loads as missing (`objectNotFound`, empty values), which
     /// comes back to life if the object appears in the view after all. Runs at the end of a

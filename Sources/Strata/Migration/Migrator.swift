@@ -149,8 +149,8 @@ enum Migrator {
         }
         // The objects written: a removed entity's are not.
         report(.writing, nil, 0, total)
+        if cancellation.isCancelled { throw MigrationError.cancelled(step: step.name) }
         do throws(StoreError) {
-            if cancellation.isCancelled { throw StoreError(.cancelled, "cancelled before the checkpoint was begun") }
             try await journal.writeMigrationCheckpoint(contents, schema: step.destination, cancellation: cancellation)
         } catch where error.code == .cancelled {
             throw MigrationError.cancelled(step: step.name)

@@ -40,9 +40,12 @@ enum ISO8601 {
     /// keyed by them.
     static func string(from date: Date) -> String {
         guard canRepresent(date) else { return "(no date: \(date.timeIntervalSince1970) s from 1970)" }
-        let (msSeconds, milliseconds) = floorDivision(Int64((date.timeIntervalSince1970 * 1000).rounded()), 1000)
+        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (msSeconds, milliseconds) = floorDivision(totalMilliseconds, 1000)
         let short = text(seconds: msSeconds, fraction: milliseconds, digits: 3)
-        if Self.date(from: short) == date { return short }
+        // What reading the short text gives (see `parse`), without reading it: the common
+        // case costs no parse.
+        if Date(timeIntervalSince1970: Double(totalMilliseconds) / 1000) == date { return short }
         // Whole seconds and the fraction apart, from the reference date (the origin of a
         // date's own double): both exact, where the product of the double and a scale is
         // off by tens of units.

@@ -40,6 +40,16 @@ import Testing
             stack.preset == .hybrid ? stack.newImportContext() : ObjectContext(coordinator: stack.coordinator, name: "other")
         }
 
+        /// Once the writer's save is held, another context (``otherContext()``) makes
+        /// `change` and commits it: the conflict the held save will meet.
+        func commitElsewhere(_ change: @Sendable (isolated ObjectContext) -> Void,
+                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            #expect(await gate.waitUntilHeld(), "the writer's save started", sourceLocation: sourceLocation)
+            let other = otherContext()
+            await other.perform(change)
+            try await other.save()
+        }
+
         func close() async {
             await stack.close()
             directory.remove()
@@ -73,10 +83,7 @@ import Testing
             c.object(with: o.a3, as: Artist.self).name = "also mine"
         }
         try await stack.save(view)
-        #expect(await gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
-        try await other.save()
+        try await h.commitElsewhere { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
         let changes = view.objectsDidChange()
         gate.open()
 
@@ -111,10 +118,7 @@ import Testing
             x.title = "retitled"
         }
         try await stack.save(view)
-        #expect(await gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
-        try await other.save()
+        try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
         gate.open()
 
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
@@ -158,10 +162,7 @@ import Testing
             x.title = "retitled"
         }
         try await stack.save(view)
-        #expect(await gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
-        try await other.save()
+        try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
         gate.open()
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
         #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
@@ -184,13 +185,10 @@ import Testing
         let view = stack.viewContext
         await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "mine" }
         try await stack.save(view)
-        #expect(await gate.waitUntilHeld(), "the writer's save started")
-        // The user changes the name again while the writer's save is on its way, and another
-        // context commits its own.
+        // Another context commits its own name while the writer's save is on its way, and
+        // the user changes the name again.
+        try await h.commitElsewhere { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
         await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "mine, again" }
-        let other = h.otherContext()
-        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
-        try await other.save()
         gate.open()
 
         let first = try #require(await StackConsistencyTests.nextOutcome(outcomes))
