@@ -272,13 +272,39 @@ public final class Stack: Sendable {
             do throws(StoreError) {
                 let retry = try await writerContext.saveResolvingConflicts(mergePolicy: .storeWins)
                 await view.perform { context in context.parentChanged { $0.parentKept(error.conflicts + retry.resolved) } }
-                return WriterSaveOutcome(transaction: retry.transaction, error: error)
+                return WriterSaveOutcome(transaction: retry.transaction, error: Self.conflictKept(error, retried: retry.resolved))
             } catch let retry {
                 return await refused(retry, writerContext, view: view)
             }
         } catch {
             return await refused(error, writerContext, view: view)
         }
+    }
+
+    /// The outcome's error for a conflicting writer save saved again keeping the store's
+    /// values: every conflicting key of both attempts — the retry meets the first attempt's
+    /// conflicts again, with the store's newest values, and those of commits that landed
+    /// in between (before, only the first attempt's were listed, so a key the retry gave
+    /// up went unreported) — and a message saying what the writer did (the store's advice
+    /// to refresh and save again was for a save that had not been resolved).
+    static func conflictKept(_ error: StoreError, retried: [Conflict]) -> StoreError {
+        struct Place: Hashable { var object: ObjectID; var key: String? }
+        let newest = Dictionary(retried.map { (Place(object: $0.object, key: $0.key), $0) }, uniquingKeysWith: { _, last in last })
+        var listed = Set<Place>()
+        var conflicts: [Conflict] = []
+        for conflict in error.conflicts + retried {
+            let place = Place(object: conflict.object, key: conflict.key)
+            guard listed.insert(place).inserted else { continue }
+            conflicts.append(newest[place] ?? conflict)
+        }
+        var kept = StoreError(.conflict,
+                              "\(conflicts.count) conflict(s) with transactions committed while the changes were on their way to the store: "
+                              + conflicts.prefix(5).map(\.description).joined(separator: "; ")
+                              + (conflicts.count > 5 ? "; ..." : "")
+                              + ". The writer saved the rest, keeping the store's values for these keys",
+                              object: conflicts[0].object, key: conflicts[0].key)
+        kept.conflicts = conflicts
+        return kept
     }
 
     /// A writer save the store refused. Its changes can never be written as they are (a

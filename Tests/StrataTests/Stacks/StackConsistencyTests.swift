@@ -5,26 +5,33 @@ import Testing
 
 /// Holds one context's save on its own queue, right after it captured its changes, until
 /// released: a deterministic way to let another commit land while the save is in flight.
+/// It holds the first `saves` such saves, each until ``open()``.
 final class SaveGate: Sendable {
     private let context: String
-    private let armed = Locked(true)
+    private let armed: Locked<Int>
     private let release = DispatchSemaphore(value: 0)
     private let (reached, reachedContinuation) = AsyncStream.makeStream(of: Void.self)
 
-    init(context: String) { self.context = context }
+    init(context: String, saves: Int = 1) {
+        self.context = context
+        armed = Locked(saves)
+    }
 
-    /// The stack's observer: blocks the first save of `context` that captured something.
+    /// The stack's observer: blocks the first saves of `context` that captured something.
     var observer: ContextObserver {
         { [self] event in
             guard event.context == context, event.operation == .save, event.objectCount > 0 else { return }
-            let first = armed.withLock { armed in defer { armed = false }; return armed }
-            guard first else { return }
+            let held = armed.withLock { armed in
+                defer { armed = max(armed - 1, 0) }
+                return armed > 0
+            }
+            guard held else { return }
             reachedContinuation.yield()
             _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
         }
     }
 
-    /// Waits until the save is held.
+    /// Waits until the next save is held.
     func waitUntilHeld() async -> Bool {
         await firstElement(of: reached, timeout: .seconds(10)) != nil
     }

@@ -21,12 +21,15 @@ import Testing
     struct Gated {
         let directory = TemporaryDirectory("strata-stack-writer-conflict")
         let store: Store
-        let gate = SaveGate(context: "writer")
+        let gate: SaveGate
         let stack: Stack
         let objects: ConstraintTests.Objects
         let outcomes: AsyncStream<Stack.WriterSaveOutcome>
 
-        init(_ preset: StackPreset) async throws {
+        /// `heldSaves`: how many of the writer's saves the gate holds (the second is its
+        /// retry after a conflict).
+        init(_ preset: StackPreset, heldSaves: Int = 1) async throws {
+            gate = SaveGate(context: "writer", saves: heldSaves)
             store = try StoreTesting.create(in: directory, durability: .relaxed)
             stack = Stack(preset, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
             await stack.start()
@@ -100,6 +103,38 @@ import Testing
         #expect(results.snapshot.sections.flatMap(\.ids) == [o.a1], "\(preset): the view's live results show the store's value")
         let writerPending = await stack.writerContext!.hasChanges
         #expect(!writerPending)
+        await h.close()
+    }
+
+    @Test("a key another commit changed while the writer's retry was on its way is reported with the first attempt's conflicts",
+          arguments: presets)
+    func retryConflictsReported(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset, heldSaves: 2)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        await view.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "mine"
+            c.object(with: o.a3, as: Artist.self).name = "also mine"
+        }
+        try await stack.save(view)
+        // The first attempt meets a1's conflict; while its retry is held, a3 changes too.
+        try await h.commitElsewhere { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
+        gate.open()
+        try await h.commitElsewhere { c in c.object(with: o.a3, as: Artist.self).name = "theirs too" }
+        gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        let error = try #require(outcome.error)
+        #expect(error.code == .conflict)
+        #expect(Set(error.conflicts.map(\.object)) == [o.a1, o.a3], "\(preset): both attempts' conflicts are listed: \(error)")
+        #expect(error.conflicts.first { $0.object == o.a3 }?.theirs == .string("theirs too"))
+        #expect(error.message.hasPrefix("2 conflict(s)"), "\(error.message)")
+        #expect(store.currentGeneration.value(o.a1, "name") == .string("theirs"))
+        #expect(store.currentGeneration.value(o.a3, "name") == .string("theirs too"))
+        let names = await view.perform { c in
+            (c.object(with: o.a1, as: Artist.self).name, c.object(with: o.a3, as: Artist.self).name, c.hasChanges)
+        }
+        #expect(names.0 == "theirs" && names.1 == "theirs too" && !names.2, "\(preset): the view shows what the store kept: \(names)")
         await h.close()
     }
 
