@@ -313,6 +313,7 @@ extension ObjectGraph {
             }
             rebase(object, sent: held[update.id] ?? sent, keys: Set(update.changes.map(\.index)))
         }
+        if let committed { followKeptRelationships(capture, committed: committed) }
         // Those this save did not name show what this context read of them before: read them
         // again from the parent, where both sides are in step (the child showed a person at a
         // desk the parent kept for them, and the desk without them).
@@ -346,6 +347,36 @@ extension ObjectGraph {
             noteChanged(object)
         }
         forgetUnheldUniques()
+    }
+
+    /// After a save to the store whose merge policy kept the store's value of a relationship
+    /// it sent (`storeWins`, `rollback`): objects on the other side that this save did not
+    /// send refer back as the store has it. A merge made while the save was in flight kept
+    /// them in step with the value sent — an artist no longer listing the album the save
+    /// took from it, which the store gave that artist after all — and left that as a pending
+    /// change of theirs: the context showed the album with the artist and the artist
+    /// without it, and the next save wrote the stale list (or the view reading through this
+    /// context showed it).
+    private func followKeptRelationships(_ capture: SaveCapture, committed: Generation) {
+        for (object, update) in zip(capture.updated, capture.updates) {
+            guard object.isLoaded, object.lifecycle == .persistent, let row = committed.object(update.id) else { continue }
+            var sent = update.baseValues
+            for change in update.changes { sent[change.index] = change.value }
+            for change in update.changes {
+                // A key set again while the save ran keeps that value; its other sides follow it.
+                guard let info = relationships[object.entityIndex][change.index], row.values[change.index] != sent[change.index],
+                    !object.changedKeys.contains(change.index)
+                else { continue }
+                let kept = Self.targets(row.values[change.index]), dropped = Self.targets(sent[change.index])
+                let relationship = DroppedRelationship(source: update.id, index: change.index, info: info,
+                                                       lost: dropped.filter { !kept.contains($0) }, gained: kept.filter { !dropped.contains($0) })
+                let others = (relationship.lost + relationship.gained).compactMap { registered[$0] }.filter(\.isLoaded)
+                let before = others.map(\.storage)
+                restoreInverses(of: relationship)
+                // Where that made them what the store has, they are not changed.
+                for (other, storage) in zip(others, before) where other.storage != storage { refresh(other, mergeChanges: true) }
+            }
+        }
     }
 
     // MARK: - Applying a child's save
@@ -558,13 +589,8 @@ extension ObjectGraph {
             }
         }
         if save.mergePolicy == .error && !conflicts.isEmpty {
-            var error = StoreError(.conflict,
-                                   "\(conflicts.count) conflict(s) with changes made in \(link.name) since the child read the objects: "
-                                   + conflicts.prefix(5).map(\.description).joined(separator: "; ")
-                                   + ". Refresh the child's objects and save again, or choose a merge policy",
-                                   object: conflicts[0].object, key: conflicts[0].key)
-            error.conflicts = conflicts
-            throw error
+            throw StoreError.conflicting(conflicts, with: "changes made in \(link.name) since the child read the objects",
+                                         advice: "Refresh the child's objects and save again, or choose a merge policy")
         }
         return (result, deletions, kept, dropped, joinedDeleted, conflicts)
     }

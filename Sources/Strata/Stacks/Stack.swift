@@ -297,14 +297,8 @@ public final class Stack: Sendable {
             guard listed.insert(place).inserted else { continue }
             conflicts.append(newest[place] ?? conflict)
         }
-        var kept = StoreError(.conflict,
-                              "\(conflicts.count) conflict(s) with transactions committed while the changes were on their way to the store: "
-                              + conflicts.prefix(5).map(\.description).joined(separator: "; ")
-                              + (conflicts.count > 5 ? "; ..." : "")
-                              + ". The writer saved the rest, keeping the store's values for these keys",
-                              object: conflicts[0].object, key: conflicts[0].key)
-        kept.conflicts = conflicts
-        return kept
+        return .conflicting(conflicts, with: "transactions committed while the changes were on their way to the store",
+                            advice: "The writer saved the rest, keeping the store's values for these keys")
     }
 
     /// A writer save the store refused. Its changes can never be written as they are (a

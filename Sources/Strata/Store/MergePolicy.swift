@@ -47,3 +47,19 @@ public struct Conflict: Sendable, Hashable, CustomStringConvertible {
         return "\(object).\(key): base \(base.map(\.description) ?? "?"), ours \(ours.map(\.description) ?? "deleted"), theirs \(theirs.map(\.description) ?? "deleted")"
     }
 }
+
+extension StoreError {
+    /// A `conflict` error listing `conflicts` (at least one): how many, with what changes
+    /// (`with`), the first five in the message, every one in ``conflicts``, and `advice`.
+    static func conflicting(_ conflicts: [Conflict], with changes: String, advice: String,
+                            fileID: StaticString = #fileID, line: UInt = #line) -> StoreError {
+        var error = StoreError(.conflict,
+                               "\(conflicts.count) conflict(s) with \(changes): "
+                               + conflicts.prefix(5).map(\.description).joined(separator: "; ")
+                               + (conflicts.count > 5 ? "; ..." : "")
+                               + ". \(advice)",
+                               object: conflicts[0].object, key: conflicts[0].key, fileID: fileID, line: line)
+        error.conflicts = conflicts
+        return error
+    }
+}

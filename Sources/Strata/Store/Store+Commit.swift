@@ -247,14 +247,8 @@ struct CommitPlan {
         if !kept.isEmpty { restoreReferences(toKept: kept) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
-            var error = StoreError(.conflict,
-                                   "\(conflicts.count) conflict(s) with transactions committed since the objects were read: "
-                                   + conflicts.prefix(5).map(\.description).joined(separator: "; ")
-                                   + (conflicts.count > 5 ? "; ..." : "")
-                                   + ". Refresh the objects and save again, or choose a merge policy",
-                                   object: conflicts[0].object, key: conflicts[0].key)
-            error.conflicts = conflicts
-            throw error
+            throw StoreError.conflicting(conflicts, with: "transactions committed since the objects were read",
+                                         advice: "Refresh the objects and save again, or choose a merge policy")
         }
         resolved = conflicts
     }
