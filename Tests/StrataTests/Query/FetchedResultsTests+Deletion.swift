@@ -31,3 +31,26 @@ extension FetchedResultsTests {
         await f.close()
     }
 }
+
+extension FetchedResultsTests {
+    /// Live results follow the context's objects as it has them; a request that leaves out
+    /// pending changes is refused, naming the entity, rather than showing the store's rows
+    /// in sections worked out from unsaved values (one section twice, and a diff that did
+    /// not fit the snapshot) and never showing what the context saved.
+    @Test("live results refuse a request without pending changes", arguments: [Tier.root, .child])
+    func liveResultsRefuseStoreOnlyRequest(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let message = await f.context.perform { c -> String? in
+            var request = FetchRequest(entity: "Album", sortBy: [SortKey("albumID")])
+            request.includesPendingChanges = false
+            do throws(StoreError) {
+                _ = try c.fetchedResults(Album.self, request: request, sectionedBy: "artist.name")
+                return nil
+            } catch {
+                return error.code == .invalidQuery ? error.message : "\(error)"
+            }
+        }
+        #expect(message?.contains("\"Album\"") == true && message?.contains("includesPendingChanges") == true, "\(message ?? "no error")")
+        await f.close()
+    }
+}
