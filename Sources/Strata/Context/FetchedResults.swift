@@ -177,8 +177,15 @@ extension ObjectContext {
     /// - Throws: ``StoreError/Code/invalidQuery`` naming an unknown entity or key, or a
     ///   request without ``FetchRequest/includesPendingChanges`` (live results show the
     ///   context's objects as it has them).
+    ///
+    /// Traps when `type` models another entity than the request's (the results could not
+    /// hand out their objects as `type`).
     public func fetchedResults<T: ManagedObject>(_ type: T.Type, request: FetchRequest, sectionedBy sectionKey: String? = nil) throws(StoreError) -> FetchedResults<T> {
-        _ = graph.register(type)
+        let modelled = graph.register(type)
+        if let fetched = schema.entityIndex(named: request.entity), fetched != modelled {
+            preconditionFailure("fetchedResults(\(T.self).self, …): the request fetches \"\(request.entity)\" objects, but \(T.self) models "
+                                + "\"\(schema.entities[modelled].name)\"; pass the class of \"\(request.entity)\", or request \"\(schema.entities[modelled].name)\"")
+        }
         return try FetchedResults(context: self, request: request, sectionKey: sectionKey)
     }
 }

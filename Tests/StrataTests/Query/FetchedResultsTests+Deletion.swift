@@ -54,3 +54,20 @@ extension FetchedResultsTests {
         await f.close()
     }
 }
+
+extension FetchedResultsTests {
+    /// Live results of one entity asked for as another entity's class trap at once, naming
+    /// both (they trapped at the first object read, perhaps much later, advising to register
+    /// the class).
+    @Test("live results asked for as another entity's class trap, naming both")
+    func liveResultsOfAnotherEntityTrap() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let f = try! ContextFixture(.root)
+            await f.context.perform { c in
+                _ = try? c.fetchedResults(Song.self, request: FetchRequest(entity: "Album"))
+            }
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("fetches \"Album\" objects, but Song models \"Song\""), "\(stderr.suffix(600))")
+    }
+}
