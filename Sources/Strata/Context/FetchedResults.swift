@@ -48,6 +48,13 @@ public final class FetchedResults<Object: ManagedObject> {
     public private(set) var lastError: StoreError?
 
     init(context: isolated ObjectContext, request: FetchRequest, sectionKey: String?) throws(StoreError) {
+        // A context tells its results what changed in it, not what its saves or its
+        // ancestors' do to the store: results of the store's rows alone would miss what it
+        // saves, and would read their section keys through its unsaved values.
+        guard request.includesPendingChanges else {
+            throw StoreError(.invalidQuery, "live results of \"\(request.entity)\" follow the context's objects, unsaved changes included, "
+                             + "so their request must have includesPendingChanges set; fetch with fetch(_:) to read what the store holds")
+        }
         self.graph = context.graph
         self.request = request
         self.sectionKey = sectionKey
@@ -167,8 +174,18 @@ extension ObjectContext {
     /// Live results of a request in this context, optionally in sections by a key path
     /// (which becomes the first sort key, in the direction the request sorts it by, else
     /// ascending).
+    /// - Throws: ``StoreError/Code/invalidQuery`` naming an unknown entity or key, or a
+    ///   request without ``FetchRequest/includesPendingChanges`` (live results show the
+    ///   context's objects as it has them).
+    ///
+    /// Traps when `type` models another entity than the request's (the results could not
+    /// hand out their objects as `type`).
     public func fetchedResults<T: ManagedObject>(_ type: T.Type, request: FetchRequest, sectionedBy sectionKey: String? = nil) throws(StoreError) -> FetchedResults<T> {
-        _ = graph.register(type)
+        let modelled = graph.register(type)
+        if let fetched = schema.entityIndex(named: request.entity), fetched != modelled {
+            preconditionFailure("fetchedResults(\(T.self).self, …): the request fetches \"\(request.entity)\" objects, but \(T.self) models "
+                                + "\"\(schema.entities[modelled].name)\"; pass the class of \"\(request.entity)\", or request \"\(schema.entities[modelled].name)\"")
+        }
         return try FetchedResults(context: self, request: request, sectionKey: sectionKey)
     }
 }

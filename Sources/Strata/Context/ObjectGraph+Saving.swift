@@ -799,13 +799,16 @@ extension ObjectGraph {
                 // Nothing of ours to keep. A pending deletion keeps its base version (it is
                 // checked against the store's when saved) but takes the values, so that
                 // rolling it back shows the current ones.
-                if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs {
+                // Its base too when its values already agree: a delete rule here may have set
+                // them as the save did (an album its artist's cascade took lets go of the
+                // artist), and a rollback goes back to the base.
+                if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs || object.base != theirs {
                     // (Not what it was read with: what it then lost here was not related any more.)
                     let joined = joinedObjects(of: object.entityIndex, from: [object.storage, object.base ?? []], to: theirs)
                     if !joined.isEmpty { joinedDeleted.append((object, joined)) }
+                    if object.storage != theirs { pendingNotification.refreshed.insert(id) }
                     object.storage = theirs
                     object.base = theirs
-                    pendingNotification.refreshed.insert(id)
                 }
                 if object.lifecycle == .persistent {
                     guard object.storage != theirs || object.baseVersion != version else { continue }

@@ -21,7 +21,9 @@ public struct FetchRequest: Sendable, Hashable {
     /// limit: it returns no objects.)
     public var limit: Int?
     /// Whether a context's fetch sees its own and its ancestors' unsaved changes (default
-    /// yes); without, it sees what the store holds.
+    /// yes); without, it sees what the store holds. Live results
+    /// (``ObjectContext/fetchedResults(_:request:sectionedBy:)``) need it: they follow the
+    /// context's objects.
     public var includesPendingChanges: Bool
 
     /// Creates a request.

@@ -109,16 +109,30 @@ public struct ResultsDiff: Sendable, Hashable {
             && movedRows.isEmpty && updatedRows.isEmpty
     }
 
-    /// The diff from `old` to `new`; `updated` are objects whose values changed.
+    /// The diff from `old` to `new`; `updated` are objects whose values changed. Sections
+    /// are told apart by their keys, which must be distinct in each snapshot; a section both
+    /// hold that changed places relative to the others goes and comes back with its rows.
     public init(from old: ResultsSnapshot, to new: ResultsSnapshot, updated: Set<ObjectID> = []) {
-        let oldKeys = old.sections.map(\.key)
-        let newKeys = new.sections.map(\.key)
-        let newKeySet = Set(newKeys)
-        let oldKeySet = Set(oldKeys)
-        deletedSections = oldKeys.indices.filter { !newKeySet.contains(oldKeys[$0]) }
+        var oldIndex: [Value: Int] = [:]
+        for (index, section) in old.sections.enumerated() {
+            precondition(oldIndex.updateValue(index, forKey: section.key) == nil,
+                         "ResultsDiff: the old snapshot holds two sections with key \(section.key); sections need distinct keys")
+        }
+        var newKeySet = Set<Value>()
+        for section in new.sections {
+            precondition(newKeySet.insert(section.key).inserted,
+                         "ResultsDiff: the new snapshot holds two sections with key \(section.key); sections need distinct keys")
+        }
+        // Sections both hold stay if they keep their order among themselves (the longest run
+        // of their old indexes in new order); the others go and come back.
+        let kept = new.sections.indices.compactMap { index in oldIndex[new.sections[index].key].map { (new: index, old: $0) } }
+        let orderKept = Self.longestIncreasing(kept.map(\.old))
+        let stayingOld = Set(orderKept.map { kept[$0].old })
+        let stayingNew = Set(orderKept.map { kept[$0].new })
+        deletedSections = old.sections.indices.filter { !stayingOld.contains($0) }
         let deletedSectionSet = Set(deletedSections)
         var insertedSectionSet = Set<Int>()
-        for (index, section) in new.sections.enumerated() where !oldKeySet.contains(section.key) {
+        for (index, section) in new.sections.enumerated() where !stayingNew.contains(index) {
             insertedSections.append(InsertedSection(index: index, key: section.key, ids: section.ids))
             insertedSectionSet.insert(index)
         }
@@ -173,7 +187,7 @@ public struct ResultsDiff: Sendable, Hashable {
     }
 
     /// Indexes of a longest strictly increasing subsequence (O(n log n)).
-    static func longestIncreasing(_ values: [ResultsIndexPath]) -> Set<Int> {
+    static func longestIncreasing<T: Comparable>(_ values: [T]) -> Set<Int> {
         var tails: [Int] = []  // indexes into values
         var previous = [Int](repeating: -1, count: values.count)
         for i in values.indices {

@@ -25,6 +25,38 @@ import Testing
         await p.close()
     }
 
+    /// An album deleted by its artist's cascade has already let go of the artist (its value
+    /// is nil, its base still the artist); a merged save that sets the album's artist to nil
+    /// must still become its base, so that a rollback shows the album as the store has it —
+    /// not with the artist back, whose albums no longer list it (fetches and live results
+    /// sorted or sectioned it by the store's nil while it showed the artist).
+    @Test("rollback after merging into an object its cascade deleted: values are current", arguments: [Tier.root, .child])
+    func rollbackAfterMergeIntoCascadeDeleted(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let ids = try await FetchedResultsTests.commit(f.coordinator) { c in
+            let artist = c.insert(Artist.self); artist.artistID = 1; artist.name = "Y"
+            let album = c.insert(Album.self); album.albumID = 1; album.title = "X"; album.artist = artist
+            return [artist.objectID, album.objectID]
+        }
+        await f.context.perform { c in
+            _ = c.object(with: ids[1], as: Album.self).title
+            c.delete(c.object(with: ids[0], as: Artist.self))  // cascades to the album
+        }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        await other.perform { o in o.object(with: ids[1], as: Album.self).artist = nil }
+        try await other.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        for context in f.ancestors.reversed() + [f.context] { await context.merge(save) }
+        await f.context.rollback()
+        let (artist, albums) = await f.context.perform { c in
+            (c.object(with: ids[1], as: Album.self).artist?.objectID, c.object(with: ids[0], as: Artist.self).albums.map(\.objectID))
+        }
+        #expect(artist == nil, "the album's artist came back as \(artist?.description ?? "nil") from before the merge")
+        #expect(albums.isEmpty)
+        await f.close()
+    }
+
     @Test("rollback after a conflicting merge under .error: values are current")
     func rollbackAfterConflictMerge() async throws {
         let p = try Pair()

@@ -31,3 +31,43 @@ extension FetchedResultsTests {
         await f.close()
     }
 }
+
+extension FetchedResultsTests {
+    /// Live results follow the context's objects as it has them; a request that leaves out
+    /// pending changes is refused, naming the entity, rather than showing the store's rows
+    /// in sections worked out from unsaved values (one section twice, and a diff that did
+    /// not fit the snapshot) and never showing what the context saved.
+    @Test("live results refuse a request without pending changes", arguments: [Tier.root, .child])
+    func liveResultsRefuseStoreOnlyRequest(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let message = await f.context.perform { c -> String? in
+            var request = FetchRequest(entity: "Album", sortBy: [SortKey("albumID")])
+            request.includesPendingChanges = false
+            do throws(StoreError) {
+                _ = try c.fetchedResults(Album.self, request: request, sectionedBy: "artist.name")
+                return nil
+            } catch {
+                return error.code == .invalidQuery ? error.message : "\(error)"
+            }
+        }
+        #expect(message?.contains("\"Album\"") == true && message?.contains("includesPendingChanges") == true, "\(message ?? "no error")")
+        await f.close()
+    }
+}
+
+extension FetchedResultsTests {
+    /// Live results of one entity asked for as another entity's class trap at once, naming
+    /// both (they trapped at the first object read, perhaps much later, advising to register
+    /// the class).
+    @Test("live results asked for as another entity's class trap, naming both")
+    func liveResultsOfAnotherEntityTrap() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let f = try! ContextFixture(.root)
+            await f.context.perform { c in
+                _ = try? c.fetchedResults(Song.self, request: FetchRequest(entity: "Album"))
+            }
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("fetches \"Album\" objects, but Song models \"Song\""), "\(stderr.suffix(600))")
+    }
+}

@@ -28,6 +28,50 @@ import Testing
         }
     }
 
+    /// Sections that both snapshots hold, in another order: a diff between any two
+    /// snapshots leads from one to the other (sections that kept their key but not their
+    /// place once stayed where they were, their rows moved between them).
+    @Test("diffs between snapshots whose sections changed order give the new one")
+    func reorderedSections() {
+        let ids = (1...6).map { ObjectID(entity: "Song", number: UInt64($0)) }
+        let old = ResultsSnapshot(sections: [.init(key: .string("A"), ids: [ids[0], ids[1]]), .init(key: .string("B"), ids: [ids[2]]),
+                                             .init(key: .string("C"), ids: [ids[3], ids[4]])])
+        let new = ResultsSnapshot(sections: [.init(key: .string("C"), ids: [ids[3]]), .init(key: .string("A"), ids: [ids[0], ids[1], ids[5]]),
+                                             .init(key: .string("B"), ids: [ids[2], ids[4]])])
+        // Positions are checked before `applying`, which traps on one out of range.
+        let diff = ResultsDiff(from: old, to: new)
+        #expect(LiveResultsHarness.apply(diff, to: old) == new, "\(diff)")
+        var rng = SeededGenerator(seed: 2025)
+        for round in 0..<2_000 {
+            func randomSnapshot() -> ResultsSnapshot {
+                var sections = ["A", "B", "C", "D"].filter { _ in Bool.random(using: &rng) }.shuffled(using: &rng)
+                    .map { ResultsSnapshot.Section(key: .string($0), ids: []) }
+                guard !sections.isEmpty else { return ResultsSnapshot(sections: []) }
+                for id in ids.shuffled(using: &rng) where Bool.random(using: &rng) {
+                    sections[Int.random(in: 0..<sections.count, using: &rng)].ids.append(id)
+                }
+                return ResultsSnapshot(sections: sections)
+            }
+            let (a, b) = (randomSnapshot(), randomSnapshot())
+            let diff = ResultsDiff(from: a, to: b, updated: Set(ids.prefix(2)))
+            #expect(LiveResultsHarness.apply(diff, to: a) == b, "round \(round): \(a) → \(b) by \(diff)")
+        }
+    }
+
+    /// A snapshot with two sections of one key cannot be diffed (sections are told apart by
+    /// their keys): it traps, naming the key, instead of giving a diff that does not fit.
+    @Test("a diff from a snapshot with a section key twice traps")
+    func repeatedSectionKeyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let id = ObjectID(entity: "Song", number: 1)
+            let old = ResultsSnapshot(sections: [.init(key: .string("A"), ids: [id]), .init(key: .string("B"), ids: []),
+                                                 .init(key: .string("A"), ids: [])])
+            _ = ResultsDiff(from: old, to: ResultsSnapshot(sections: []))
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("two sections with key \"A\""), "\(stderr.suffix(400))")
+    }
+
     /// A live, sectioned result set in a context through thousands of random changes:
     /// every diff applied in order to the previous snapshot gives the next, and the last
     /// snapshot equals a fresh fetch.
