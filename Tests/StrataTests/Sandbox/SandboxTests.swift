@@ -123,6 +123,24 @@ import Testing
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
     }
 
+    @Test("--help after a scenario prints the usage (exit 0); an output file that cannot be written is refused before the run")
+    func helpAndOutputFiles() async throws {
+        let help = try await run(["durability", "--help"])
+        #expect(help.status == 0, "\(help.errors)")
+        #expect(help.output.hasPrefix("usage: sandbox"))
+        #expect(help.output.contains("durability: "), "the scenario's own line")
+        let missing = temporaryPath("no-such-directory") + "/report.json"
+        let refused = try await run(["durability", "--objects", "40", "--runs", "1", "--json", missing])
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("cannot write \(missing): there is no directory"), "\(refused.errors)")
+        #expect(!refused.output.contains("→ "), "refused before the scenario ran: \(refused.output)")
+        let directory = FileManager.default.temporaryDirectory.path
+        let onDirectory = try await run(["durability", "--objects", "40", "--runs", "1", "--html", directory])
+        #expect(onDirectory.status == 1)
+        #expect(onDirectory.errors.contains("it is a directory"), "\(onDirectory.errors)")
+        #expect(!onDirectory.output.contains("→ "))
+    }
+
     @Test("shootout: a table, JSON with every documented key for every stack, and a self-contained HTML page")
     func shootout() async throws {
         let jsonPath = temporaryPath("shootout.json"), htmlPath = temporaryPath("shootout.html")
