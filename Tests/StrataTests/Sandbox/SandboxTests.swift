@@ -182,6 +182,21 @@ import Testing
         #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"), "no external assets, no scripts")
     }
 
+    @Test("shootout: visible-after runs from each save's own commit, also where the writer makes saves durable later (nested)")
+    func visibleAfterFromEachCommit() async throws {
+        // One nested run in the process the shootout starts for it: its figures, per save.
+        let child = try await run(["--shootout-run", "nested", "1500", "15", "1"])
+        #expect(child.status == 0, "\(child.errors)")
+        let run = try #require(try JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any])
+        let visible = try #require(run["visibleAfter"] as? [Double]), durable = try #require(run["durableAfter"] as? [Double])
+        #expect(visible.count == durable.count, "a figure for every save")
+        // Each save returns at its own moment, so two saves are never visible the same time
+        // after their commits (measured from the writer's later durability, every save made
+        // durable at the import's end was given the time from that end to the next tick).
+        let positive = visible.filter { $0 > 0 }
+        #expect(Set(positive).count == positive.count, "\(visible)")
+    }
+
     @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
     func durability() async throws {
         let jsonPath = temporaryPath("durability.json")
