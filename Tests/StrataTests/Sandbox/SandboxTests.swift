@@ -118,6 +118,11 @@ import Testing
         let unknown = try await run(["no-such-scenario"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains("unknown scenario 'no-such-scenario'"))
+        for empty in ["", ","] {
+            let none = try await run(["shootout", "--stacks", empty, "--objects", "30"])
+            #expect(none.status == 2, "--stacks '\(empty)' names no stack, so nothing would be measured")
+            #expect(none.errors.contains("--stacks: no stack named"), "\(none.errors)")
+        }
         let badStack = try await run(["shootout", "--stacks", "hybrid,lonely"])
         #expect(badStack.status == 2)
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
