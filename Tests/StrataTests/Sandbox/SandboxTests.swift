@@ -248,6 +248,10 @@ import Testing
         #expect(writers.status == 0, "\(writers.errors)")
         for stack in try #require(try json(at: writersPath)["results"] as? [[String: Any]]) {
             #expect(stack["lostUpdates"] as? Int == 0, "\(stack["stack"] ?? "?")")
+            // A conflict is retried once the commit it met can be read: far fewer conflicts
+            // than saves (retried at once, a save met the same commit again and again).
+            let conflicts = try #require(stack["conflictsRetried"] as? Int), saves = try #require(stack["saves"] as? Int)
+            #expect(conflicts <= saves, "\(stack["stack"] ?? "?"): \(conflicts) conflicts retried in \(saves) saves")
         }
     }
 }
