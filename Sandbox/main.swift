@@ -76,6 +76,7 @@ enum SandboxMain {
             arguments.removeFirst()
         }
         var index = 0
+        var given: [String] = []
         func value() -> String {
             index += 1
             guard index < arguments.count else { fail("\(arguments[index - 1]) needs a value") }
@@ -92,6 +93,7 @@ enum SandboxMain {
             return n
         }
         while index < arguments.count {
+            if !given.contains(arguments[index]) { given.append(arguments[index]) }
             switch arguments[index] {
             case "--objects": options.objects = integer()
             case "--save-every": options.saveEvery = integer()
@@ -113,6 +115,14 @@ enum SandboxMain {
         // after (a cold-open run takes minutes, and its figures would be lost).
         for path in [jsonPath, htmlPath].compactMap({ $0 }) {
             if let problem = unwritable(path) { fail("cannot write \(path): \(problem)", status: 1) }
+        }
+
+        // An option the named scenario has no use for would change nothing: say so.
+        if chosen.count == 1 {
+            let ignored = given.filter(chosen[0].ignoredOptions.contains)
+            if !ignored.isEmpty {
+                FileHandle.standardError.write(Data("sandbox: \(chosen[0].name) does not use \(ignored.joined(separator: ", ")); ignored\n".utf8))
+            }
         }
 
         // With no scenario named: the shootout, the default comparison.

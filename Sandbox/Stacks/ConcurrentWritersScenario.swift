@@ -7,6 +7,7 @@ import Strata
 struct ConcurrentWritersScenario: Scenario {
     let name = "concurrent-writers"
     let summary = "4 background contexts increment shared counters and edit overlapping objects: no lost updates, conflicts retried, saves/s"
+    let ignoredOptions = ["--save-every"]
 
     static let writers = 4, counters = 8, shared = 32
 

@@ -128,12 +128,16 @@ import Testing
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
     }
 
-    @Test("--help after a scenario prints the usage (exit 0); an output file that cannot be written is refused before the run")
+    @Test("--help after a scenario prints the usage (exit 0); an option the scenario does not use is named; an output file that cannot be written is refused before the run")
     func helpAndOutputFiles() async throws {
         let help = try await run(["durability", "--help"])
         #expect(help.status == 0, "\(help.errors)")
         #expect(help.output.hasPrefix("usage: sandbox"))
         #expect(help.output.contains("durability: "), "the scenario's own line")
+        // An option the scenario has no use for is named on standard error, not silently dropped.
+        let ignored = try await run(["durability", "--objects", "40", "--runs", "1", "--stacks", "hybrid", "--seed", "7"])
+        #expect(ignored.status == 0, "\(ignored.errors)")
+        #expect(ignored.errors.contains("sandbox: durability does not use --stacks, --seed; ignored"), "\(ignored.errors)")
         let missing = temporaryPath("no-such-directory") + "/report.json"
         let refused = try await run(["durability", "--objects", "40", "--runs", "1", "--json", missing])
         #expect(refused.status == 1)
