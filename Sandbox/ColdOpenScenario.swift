@@ -6,6 +6,7 @@ import Strata
 struct ColdOpenScenario: Scenario {
     let name = "cold-open"
     let summary = "open stores of 100,000 and 1,000,000 objects with and without a checkpoint: time, MB/s, memory"
+    let ignoredOptions = ["--stacks"]
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let sizes = options.objects.map { [$0] } ?? [100_000, 1_000_000]

@@ -13,6 +13,7 @@ import Synchronization
 struct DurabilityScenario: Scenario {
     let name = "durability"
     let summary = "small saves under .full, .relaxed, .none with 1 and 4 writers: saves/s, latency p50/p99, fsyncs per save"
+    let ignoredOptions = ["--stacks", "--save-every", "--seed"]
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         // 2,000 saves per configuration and run (`--objects` changes it): about a second of

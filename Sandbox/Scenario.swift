@@ -55,7 +55,13 @@ struct ScenarioReport {
 protocol Scenario: Sendable {
     var name: String { get }
     var summary: String { get }
+    /// The command-line options it has no use for (`--stacks`, `--save-every`, `--seed`).
+    var ignoredOptions: [String] { get }
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport
+}
+
+extension Scenario {
+    var ignoredOptions: [String] { [] }
 }
 
 /// Formats a number for tables: three significant digits, no exponent.

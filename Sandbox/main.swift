@@ -46,8 +46,10 @@ enum SandboxMain {
             exit(0)
         }
 
-        if arguments.first == "--help" || arguments.first == "-h" || arguments.first == "help" {
+        // `--help` anywhere (`sandbox shootout --help` too): no option takes a value that starts with `-`.
+        if arguments.contains("--help") || arguments.contains("-h") || arguments.first == "help" {
             printLine(usage)
+            if let scenario = scenarios.first(where: { $0.name == arguments.first }) { printLine("\(scenario.name): \(scenario.summary)") }
             printLine("With no scenario: the shootout. `sandbox list` names the scenarios and the stacks;")
             printLine("docs/PERFORMANCE.md gives the figures of each on the project's machine.")
             exit(0)
@@ -74,6 +76,7 @@ enum SandboxMain {
             arguments.removeFirst()
         }
         var index = 0
+        var given: [String] = []
         func value() -> String {
             index += 1
             guard index < arguments.count else { fail("\(arguments[index - 1]) needs a value") }
@@ -90,6 +93,7 @@ enum SandboxMain {
             return n
         }
         while index < arguments.count {
+            if !given.contains(arguments[index]) { given.append(arguments[index]) }
             switch arguments[index] {
             case "--objects": options.objects = integer()
             case "--save-every": options.saveEvery = integer()
@@ -105,6 +109,20 @@ enum SandboxMain {
             default: fail("unknown option \(arguments[index]); \(usage)")
             }
             index += 1
+        }
+
+        // An output file that cannot be written is refused before the scenarios run, not
+        // after (a cold-open run takes minutes, and its figures would be lost).
+        for path in [jsonPath, htmlPath].compactMap({ $0 }) {
+            if let problem = unwritable(path) { fail("cannot write \(path): \(problem)", status: 1) }
+        }
+
+        // An option the named scenario has no use for would change nothing: say so.
+        if chosen.count == 1 {
+            let ignored = given.filter(chosen[0].ignoredOptions.contains)
+            if !ignored.isEmpty {
+                FileHandle.standardError.write(Data("sandbox: \(chosen[0].name) does not use \(ignored.joined(separator: ", ")); ignored\n".utf8))
+            }
         }
 
         // With no scenario named: the shootout, the default comparison.
@@ -138,6 +156,18 @@ enum SandboxMain {
             }
         }
     }
+}
+
+/// Why `path` cannot be written as an output file (`nil` when it can).
+func unwritable(_ path: String) -> String? {
+    let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return "it is a directory" }
+    guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        return "there is no directory \(directory); create it first"
+    }
+    guard FileManager.default.isWritableFile(atPath: directory) else { return "the directory \(directory) is not writable" }
+    return nil
 }
 
 func columnsText(_ rows: [[String]]) -> [String] {

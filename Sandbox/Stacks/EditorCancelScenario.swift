@@ -6,6 +6,7 @@ import Strata
 struct EditorCancelScenario: Scenario {
     let name = "editor-cancel"
     let summary = "a scratch editor makes thousands of edits and is discarded: its cost, and proof nothing leaked into the view context or the store"
+    let ignoredOptions = ["--save-every"]
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let presets = options.stacks ?? StackName.all.map(\.preset)

@@ -7,6 +7,7 @@ import Synchronization
 struct FanoutScenario: Scenario {
     let name = "fanout"
     let summary = "1,000 live result sets in the view context, one save updating 10,000 objects: time until the last is notified"
+    let ignoredOptions = ["--save-every"]
 
     static let observers = 1_000
     static let updated = 10_000

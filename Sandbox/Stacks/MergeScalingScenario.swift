@@ -6,6 +6,7 @@ import Strata
 struct MergeScalingScenario: Scenario {
     let name = "merge-scaling"
     let summary = "main-actor cost of one background save reaching the view context: 1k / 10k changed objects × 0 / 100 / 1,000 / 10,000 registered"
+    let ignoredOptions = ["--save-every"]
 
     static let registeredCounts = [0, 100, 1_000, 10_000]
     static let changedCounts = [1_000, 10_000]

@@ -233,14 +233,21 @@ struct ShootoutScenario: Scenario {
 
         // Durable: when save returned — or, where the writer saves asynchronously, the
         // k-th writer outcome (capped by the end of the import, when all was durable).
+        // Visible: from the save's commit — when its save returned: committed to the store,
+        // or (through the view context, `nested`) held by the view context and handed to the
+        // writer — to the first tick whose probe saw it; 0 where a tick saw it before the
+        // save returned. (Measured from the writer's later durability instead, every save made
+        // durable at the import's end was given the time from that end to the next tick, and
+        // one seen before that end got no figure at all.)
         let writerTimes = outcomes.values.map(\.time).sorted()
         var durableAfter: [Double] = [], visibleAfter: [Double] = []
         for (index, save) in saved.enumerated() {
             let durable = !asynchronous ? save.returned : min(index < writerTimes.count ? writerTimes[index] : finished, finished)
             durableAfter.append(Double(durable - save.called) / 1e6)
-            if let tick = ticks.first(where: { $0.started >= durable && $0.newestSong >= save.newestSong }) {
-                visibleAfter.append(Double(tick.started - durable) / 1e6)
+            guard let tick = ticks.first(where: { $0.newestSong >= save.newestSong }) else {
+                throw ScenarioError("no tick saw song \(save.newestSong), though the view context saw song \(newest)")
             }
+            visibleAfter.append(tick.started > save.returned ? Double(tick.started - save.returned) / 1e6 : 0)
         }
         let during = ticks.filter { $0.scheduled >= started && $0.scheduled <= finished }
         return Run(

@@ -26,6 +26,9 @@ enum StackName {
             }
             if !presets.contains(preset) { presets.append(preset) }
         }
+        guard !presets.isEmpty else {
+            return .failure(ScenarioError("no stack named in '\(text)'; the stacks are \(all.map(\.name).joined(separator: ", ")) or all"))
+        }
         return .success(presets)
     }
 }

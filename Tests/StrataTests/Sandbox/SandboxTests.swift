@@ -118,9 +118,36 @@ import Testing
         let unknown = try await run(["no-such-scenario"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains("unknown scenario 'no-such-scenario'"))
+        for empty in ["", ","] {
+            let none = try await run(["shootout", "--stacks", empty, "--objects", "30"])
+            #expect(none.status == 2, "--stacks '\(empty)' names no stack, so nothing would be measured")
+            #expect(none.errors.contains("--stacks: no stack named"), "\(none.errors)")
+        }
         let badStack = try await run(["shootout", "--stacks", "hybrid,lonely"])
         #expect(badStack.status == 2)
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
+    }
+
+    @Test("--help after a scenario prints the usage (exit 0); an option the scenario does not use is named; an output file that cannot be written is refused before the run")
+    func helpAndOutputFiles() async throws {
+        let help = try await run(["durability", "--help"])
+        #expect(help.status == 0, "\(help.errors)")
+        #expect(help.output.hasPrefix("usage: sandbox"))
+        #expect(help.output.contains("durability: "), "the scenario's own line")
+        // An option the scenario has no use for is named on standard error, not silently dropped.
+        let ignored = try await run(["durability", "--objects", "40", "--runs", "1", "--stacks", "hybrid", "--seed", "7"])
+        #expect(ignored.status == 0, "\(ignored.errors)")
+        #expect(ignored.errors.contains("sandbox: durability does not use --stacks, --seed; ignored"), "\(ignored.errors)")
+        let missing = temporaryPath("no-such-directory") + "/report.json"
+        let refused = try await run(["durability", "--objects", "40", "--runs", "1", "--json", missing])
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("cannot write \(missing): there is no directory"), "\(refused.errors)")
+        #expect(!refused.output.contains("→ "), "refused before the scenario ran: \(refused.output)")
+        let directory = FileManager.default.temporaryDirectory.path
+        let onDirectory = try await run(["durability", "--objects", "40", "--runs", "1", "--html", directory])
+        #expect(onDirectory.status == 1)
+        #expect(onDirectory.errors.contains("it is a directory"), "\(onDirectory.errors)")
+        #expect(!onDirectory.output.contains("→ "))
     }
 
     @Test("shootout: a table, JSON with every documented key for every stack, and a self-contained HTML page")
@@ -162,6 +189,21 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg") && html.contains("<polyline"), "a lateness chart")
         #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"), "no external assets, no scripts")
+    }
+
+    @Test("shootout: visible-after runs from each save's own commit, also where the writer makes saves durable later (nested)")
+    func visibleAfterFromEachCommit() async throws {
+        // One nested run in the process the shootout starts for it: its figures, per save.
+        let child = try await run(["--shootout-run", "nested", "1500", "15", "1"])
+        #expect(child.status == 0, "\(child.errors)")
+        let run = try #require(try JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any])
+        let visible = try #require(run["visibleAfter"] as? [Double]), durable = try #require(run["durableAfter"] as? [Double])
+        #expect(visible.count == durable.count, "a figure for every save")
+        // Each save returns at its own moment, so two saves are never visible the same time
+        // after their commits (measured from the writer's later durability, every save made
+        // durable at the import's end was given the time from that end to the next tick).
+        let positive = visible.filter { $0 > 0 }
+        #expect(Set(positive).count == positive.count, "\(visible)")
     }
 
     @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
@@ -210,6 +252,10 @@ import Testing
         #expect(writers.status == 0, "\(writers.errors)")
         for stack in try #require(try json(at: writersPath)["results"] as? [[String: Any]]) {
             #expect(stack["lostUpdates"] as? Int == 0, "\(stack["stack"] ?? "?")")
+            // A conflict is retried once the commit it met can be read: far fewer conflicts
+            // than saves (retried at once, a save met the same commit again and again).
+            let conflicts = try #require(stack["conflictsRetried"] as? Int), saves = try #require(stack["saves"] as? Int)
+            #expect(conflicts <= saves, "\(stack["stack"] ?? "?"): \(conflicts) conflicts retried in \(saves) saves")
         }
     }
 }
