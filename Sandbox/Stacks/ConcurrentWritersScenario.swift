@@ -37,10 +37,10 @@ struct ConcurrentWritersScenario: Scenario {
             }
             lostTotal += lost
             let name = StackName.name(of: preset)
-            table.append([name, String(Self.writers), String(rounds * Self.writers), format(Measure.median(rates)), String(Int(Measure.median(conflicts))), String(lost)])
+            table.append([name, String(Self.writers), String(rounds * Self.writers), format(Measure.median(rates)), String(Int(Measure.medianCount(conflicts))), String(lost)])
             results.append(.object([
                 ("stack", .string(name)), ("writers", .int(Int64(Self.writers))), ("saves", .int(Int64(rounds * Self.writers))),
-                ("savesPerSecond", number(Measure.median(rates), decimals: 1)), ("conflictsRetried", .int(Int64(Measure.median(conflicts)))),
+                ("savesPerSecond", number(Measure.median(rates), decimals: 1)), ("conflictsRetried", .int(Int64(Measure.medianCount(conflicts)))),
                 ("lostUpdates", .int(Int64(lost))), ("mergePolicy", .string("error, then retry")),
             ]))
         }

@@ -33,8 +33,8 @@ struct EditDuringImportScenario: Scenario {
                         throw error
                     }
                 }
-                let seen = Int(Measure.median(outcomes.map { Double($0.seen) }))
-                let conflicts = Int(Measure.median(outcomes.map { Double($0.conflicts) }))
+                let seen = Int(Measure.medianCount(outcomes.map { Double($0.seen) }))
+                let conflicts = Int(Measure.medianCount(outcomes.map { Double($0.conflicts) }))
                 let saveMs = Measure.median(outcomes.map(\.saveMs))
                 let lostHere = outcomes.map(\.lost).max() ?? 0
                 lost += lostHere

@@ -38,12 +38,12 @@ struct FanoutScenario: Scenario {
                 throw error
             }
             lastTimes[preset] = Measure.median(last)
-            table.append([StackName.name(of: preset), format(Measure.median(last)), format(Measure.median(busy)), "\(Int(Measure.median(notified))) of \(Self.observers)"])
+            table.append([StackName.name(of: preset), format(Measure.median(last)), format(Measure.median(busy)), "\(Int(Measure.medianCount(notified))) of \(Self.observers)"])
             results.append(.object([
                 ("stack", .string(StackName.name(of: preset))), ("resultSets", .int(Int64(Self.observers))),
                 ("updatedObjects", .int(Int64(Self.updated))), ("lastNotifiedMs", number(Measure.median(last))),
                 ("mainActorBusySeconds", number(Measure.median(busy) / 1000, decimals: 6)),
-                ("notified", .int(Int64(Measure.median(notified)))),
+                ("notified", .int(Int64(Measure.medianCount(notified)))),
             ]))
         }
         let verdict = lastTimes.isEmpty ? "nothing measured" : "the last of \(Self.observers) result sets hears of a \(Self.updated)-object save after "

@@ -86,6 +86,8 @@ struct ShootoutScenario: Scenario {
     /// Medians over runs.
     struct Summary {
         var importSeconds, busySeconds, wallSeconds, busyShare, longestMs, dropped, stalls, peakMegabytes: Double
+        /// The most dropped frames of any run (the verdict's "no dropped frame" is for every run).
+        var droppedMost: Double
         var lateness: (p50: Double, p99: Double, max: Double)
         var visible: (p50: Double, max: Double)
         var durable: (p50: Double, max: Double)
@@ -100,9 +102,12 @@ struct ShootoutScenario: Scenario {
             wallSeconds = median(\.wallSeconds)
             busyShare = median { $0.busySeconds / max($0.importSeconds, 1e-9) }
             longestMs = median(\.longestMs)
-            longestOperation = runs.max { $0.longestMs < $1.longestMs }?.longestOperation ?? ""
-            dropped = median { Double($0.droppedFrames) }
-            stalls = median { Double($0.lateness.filter { $0 > 100 }.count) }
+            // The operation of the run whose longest is the median (not of the run with the
+            // largest, beside the median's milliseconds).
+            longestOperation = runs.sorted { $0.longestMs < $1.longestMs }[runs.count / 2].longestOperation
+            dropped = Measure.medianCount(runs.map { Double($0.droppedFrames) })
+            droppedMost = Double(runs.map(\.droppedFrames).max() ?? 0)
+            stalls = Measure.medianCount(runs.map { Double($0.lateness.filter { $0 > 100 }.count) })
             peakMegabytes = median(\.peakMegabytes)
             lateness = (median { Measure.quantile($0.lateness, 0.5) }, median { Measure.quantile($0.lateness, 0.99) },
                         median { $0.lateness.max() ?? 0 })
@@ -147,7 +152,7 @@ struct ShootoutScenario: Scenario {
         if let hybrid = summaries[.hybrid] {
             let checks = [
                 (hybrid.busyShare <= 0.01, "main busy \(format(hybrid.busyShare * 100))% of the import (≤ 1%)"),
-                (hybrid.dropped == 0, "\(Int(hybrid.dropped)) dropped frames (0)"),
+                (hybrid.droppedMost == 0, "\(Int(hybrid.droppedMost)) dropped frames in the worst run (0)"),
                 (hybrid.lateness.p99 <= 4, "lateness p99 \(format(hybrid.lateness.p99)) ms (≤ 4)"),
                 // The target as the acceptance states it (p50); the slowest save is shown beside it.
                 (hybrid.visible.p50 <= 16.7, "visible after \(format(hybrid.visible.p50)) ms p50 (≤ 16.7; slowest save \(format(hybrid.visible.max)) ms)"),
@@ -205,14 +210,20 @@ struct ShootoutScenario: Scenario {
         let started = Measure.now()
         let saves = Collector<SongbookImport.Save>()
         try await feed.run(on: stack, in: importer) { saves.append($0) }
-        if let writer = stack.writerContext { try await writer.save() }
+        // Where the view's saves reach the store through the writer (`nested`), the import
+        // ends when the writer has saved them too. (Not under `hybrid`, whose imports do not
+        // pass through the writer: a save there waited behind the writer's merges of them.)
+        if asynchronous, let writer = stack.writerContext { try await writer.save() }
         let finished = Measure.now()
         let steal = Measure.stealPercent(from: ticksAtStart, to: Measure.processorTicks())
-        let busy = bench.meter.stop()
         let peak = Measure.peakResidentMegabytes
         let saved = saves.values
         let newest = saved.last?.newestSong ?? 0
         let seen = await loop.waitUntilSeen(song: newest, timeout: 10)
+        // Metered until the view shows the import's last song: the merges of the last saves
+        // the view takes in after the import's end are the import's cost too (stopped at the
+        // end, a run with few saves sometimes counted no merge at all).
+        let busy = bench.meter.stop()
         if let writerOutcomes {
             let watchdog = Task {
                 try? await Task.sleep(for: .seconds(10))

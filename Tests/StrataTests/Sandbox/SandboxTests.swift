@@ -206,6 +206,19 @@ import Testing
         #expect(Set(positive).count == positive.count, "\(visible)")
     }
 
+    @Test("shootout: hybrid's main-actor busy time counts the view's merge of the import, also of a last save merged after the import's end")
+    func busyCountsTheLastMerge() async throws {
+        // One save: its merge into the view comes after the import's end, when the view
+        // takes it in (metered up to the import's end, some runs counted no merge at all).
+        for seed in 1...3 {
+            let child = try await run(["--shootout-run", "hybrid", "300", "500", String(seed)])
+            #expect(child.status == 0, "\(child.errors)")
+            let run = try #require(try JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any])
+            let busy = try #require(run["busyByOperation"] as? [String: Double])
+            #expect((busy["merge"] ?? 0) > 0, "seed \(seed): the view's merge of the import is counted: \(busy)")
+        }
+    }
+
     @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
     func durability() async throws {
         let jsonPath = temporaryPath("durability.json")
