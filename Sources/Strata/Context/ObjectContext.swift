@@ -394,13 +394,14 @@ extension ObjectContext {
         let origin = ObjectIdentifier(self)
         let didSave: DidSave
         var resolved: [Conflict] = []
+        var keptDeletions: [ObjectID] = []
         if let parentContext {
             let applied = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
             resolved = applied.resolved
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 // The saved objects take what the parent holds, and the did-save says what
                 // it applied: its merge policy may have kept its own values.
-                graph.finishSave(capture, committed: nil, held: applied.held)
+                keptDeletions = graph.finishSave(capture, committed: nil, held: applied.held)
                 // (Not the objects whose deletion the parent's merge policy dropped.)
                 graph.markDeletedElsewhere(resolved.filter { $0.key == nil && $0.theirVersion == nil }.map(\.object) + applied.alsoDeleted)
                 return applied.didSave
@@ -415,7 +416,7 @@ extension ObjectContext {
                 : try await link.coordinator.commitOnCallersExecutor(changes, mayBlock: link.mayBlockQueueOnCommit)
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
-                graph.finishSave(capture, committed: result.generation)
+                keptDeletions = graph.finishSave(capture, committed: result.generation)
                 guard var save = result.notification.map(DidSave.init) else {
                     // The merge policy dropped every change: nothing was written, and the
                     // generation's transaction is another context's.
@@ -433,6 +434,13 @@ extension ObjectContext {
         if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)
         link.changes.yield(didSave)
+        if !keptDeletions.isEmpty {
+            // Children skip this context's own saves, but a deletion the save dropped came from
+            // one of them, which holds the object as deleted: those following this context's
+            // changes take it back, as it is here.
+            let values = Dictionary(uniqueKeysWithValues: keptDeletions.compactMap { id in graph.registeredObject(for: id).map { (id, $0.storage) } })
+            link.changes.yield(DidSave(transaction: nil, author: name, inserted: keptDeletions, values: values))
+        }
         return (didSave.transaction, resolved)
     }
 

@@ -234,7 +234,10 @@ extension ObjectGraph {
     /// save to the parent). Objects changed while the save was in flight keep those changes.
     /// `held`: for a save to the parent, the values it holds of the objects updated (its
     /// merge policy may have kept its own, a to-many list it changed too is merged).
-    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) {
+    /// - Returns: the objects whose deletion the merge policy dropped: they stay, and the
+    ///   children that follow this context's changes must show them again.
+    @discardableResult
+    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) -> [ObjectID] {
         func rebase(_ object: ManagedObject, sent: [Value], keys: Set<Int>) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
@@ -324,6 +327,7 @@ extension ObjectGraph {
                 refresh(target, mergeChanges: true)
             }
         }
+        var kept: [ObjectID] = []
         for object in capture.deleted where object.lifecycle == .deleted {
             let stays: (values: [Value], version: UInt64)? =
                 if let committed { committed.object(object.objectID).map { ($0.values, $0.version) } }
@@ -340,6 +344,7 @@ extension ObjectGraph {
                 setTracking(object)
                 noteChanged(object)
                 pendingNotification.inserted.insert(object.objectID)
+                kept.append(object.objectID)
                 continue
             }
             object.lifecycle = .deletedElsewhere
@@ -347,6 +352,7 @@ extension ObjectGraph {
             noteChanged(object)
         }
         forgetUnheldUniques()
+        return kept
     }
 
     /// After a save to the store whose merge policy kept the store's value of a relationship
@@ -769,7 +775,13 @@ extension ObjectGraph {
         var dropped: [DroppedRelationship] = []
         // Objects pending deletion here that the save related to other objects.
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
+        let revived = Set(save.inserted)
         for (id, object) in changed {
+            if object.lifecycle == .deletedElsewhere, revived.contains(id) {
+                // Deleted here by a save into the parent whose own save kept the object after
+                // all (its merge policy dropped the deletion): here again, as the parent has it.
+                object.missingWhenLoaded = true
+            }
             if object.missingWhenLoaded {
                 // Looked for before it was saved: here now (see `reviveIfPresent`).
                 if reviveIfPresent(object) { touched += 1 }
