@@ -292,6 +292,10 @@ struct StoreReplay {
         guard header.transaction == named else {
             throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
         }
+        guard header.transaction <= RecordFormat.largestTransaction else {
+            throw corrupted("the checkpoint claims transaction \(header.transaction), past the last a store can reach (\(RecordFormat.largestTransaction))",
+                            path: path, offset: 8)
+        }
         let codec = self.codec!
         do throws(ReplayError) { try target.beginCheckpoint(through: header.transaction) } catch {
             throw corrupted("checkpoint: \(error.message)", path: path, offset: 8)

@@ -17,6 +17,10 @@ enum RecordFormat {
     /// The largest payload a record may have. A transaction larger than this is refused
     /// when appended; a length above it on disk is damage.
     static let maximumPayload = 1 << 28
+    /// The highest transaction number a file may claim. No store gets near it (a million
+    /// transactions a second for 146,000 years); a checkpoint claiming more is damage, so the
+    /// numbers that follow one, and their conversion to `Int64`, never overflow.
+    static let largestTransaction: UInt64 = 1 << 62
 
     enum RecordType: UInt8 {
         case header = 1
