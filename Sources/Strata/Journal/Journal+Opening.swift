@@ -330,7 +330,12 @@ struct StoreReplay {
                 var numbers: [String: UInt64] = [:]
                 for _ in 0..<entries {
                     let index = try reader.readCount("an entity index", limit: codec.schema.entities.count - 1)
-                    numbers[codec.schema.entities[index].name] = try reader.readVarint()
+                    let at = reader.offset
+                    let number = try reader.readVarint()
+                    guard number <= RecordFormat.largestObjectNumber else {
+                        throw DecodeFailure(offset: at, reason: "object number \(number), past the largest (\(RecordFormat.largestObjectNumber))")
+                    }
+                    numbers[codec.schema.entities[index].name] = number
                 }
                 highest = numbers
                 end = try reader.readUInt64()

@@ -69,4 +69,23 @@ import Testing
         #expect(error?.code == .invalidTransaction, "\(String(describing: error))")
         #expect(memory.kind(of: storePath) == nil, "nothing was created")
     }
+
+    @Test func objectNumbersPastTheLargestAreRefusedOnAppend() async throws {
+        let memory = InMemoryFileIO()
+        let journal = try Journal.create(at: storePath, schema: Self.schema, configuration: .init(fileIO: memory))
+        let id = ObjectID(entity: "Artist", number: .max)
+        let row = RowImage(id: id, values: [.int(1), .null, .date(Date(timeIntervalSinceReferenceDate: 0)), .objects([])])
+        let records = [
+            TransactionRecord(number: 1, inserted: [row]),
+            TransactionRecord(number: 1, updated: [RowUpdate(id: id, changes: [PropertyChange(index: 0, value: .int(2))])]),
+            TransactionRecord(number: 1, deleted: [id]),
+        ]
+        for record in records {
+            let error = await #expect(throws: StoreError.self) { try await journal.append(record) }
+            #expect(error?.code == .invalidTransaction && error?.message.contains("13835058055282163711") == true,
+                    "\(String(describing: error))")
+        }
+        await journal.close()
+    }
 }
+
