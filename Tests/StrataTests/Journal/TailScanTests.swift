@@ -20,7 +20,7 @@ import Testing
         var bytes: [UInt8] {
             switch self {
             case .randomBytes:
-                var random = SplitMix(seed: 0x7A11)
+                var random = SeededGenerator(seed: 0x7A11)
                 var bytes = [UInt8](repeating: 0, count: 8 << 20)
                 bytes.withUnsafeMutableBytes { raw in
                     for i in 0..<(raw.count / 8) { raw.storeBytes(of: random.next(), toByteOffset: i * 8, as: UInt64.self) }
@@ -29,18 +29,6 @@ import Testing
             case .everyOffsetARecord:
                 return Array([[UInt8]](repeating: [RecordFormat.RecordType.transaction.rawValue, 0], count: 1 << 20).joined())
             }
-        }
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 
@@ -78,7 +66,7 @@ import Testing
     }
 
     @Test func prefixChecksumsEqualChecksummingTheRange() {
-        var random = SplitMix(seed: 99)
+        var random = SeededGenerator(seed: 99)
         let bytes = (0..<70_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         bytes.withUnsafeBytes { buffer in
             let checksums = PrefixChecksums(buffer)
