@@ -9,6 +9,8 @@ struct CheckpointWriter {
     let schema: Schema
     let codec: RecordCodec
     let io: any FileIO
+    /// The largest row record: the format's limit (lower only in tests).
+    var maximumPayload = RecordFormat.maximumPayload
     /// Row records are flushed to the file when they reach this size.
     static let chunkSize = 1 << 20
 
@@ -69,12 +71,42 @@ struct CheckpointWriter {
 
             var frameStart = writer.beginFrame(.checkpointRows)
             var rowsInFrame = 0
+
+            // Ends the current row record before the row written from `rowStart` and starts
+            // the next with it.
+            func moveToRecordOfItsOwn(from rowStart: Int, of id: ObjectID) throws(StoreError) {
+                let size = writer.count - rowStart
+                guard size <= maximumPayload else {
+                    throw StoreError(.invalidValue,
+                                     "\(id) encodes to \(size) bytes, more than the \(maximumPayload) one checkpoint record may hold, so no checkpoint can hold it; nothing changed. Keep values this large outside the store, or spread them over several objects",
+                                     path: temporaryPath, object: id)
+                }
+                let row = writer.withUnsafeBytes { Array($0[rowStart...]) }
+                writer.truncate(to: rowStart)
+                writer.finishFrame(at: frameStart, seed: codec.seed)
+                try flush(&writer)
+                try checkCancellation()
+                frameStart = writer.beginFrame(.checkpointRows)
+                writer.write(row)
+                rowsInFrame = 1
+            }
             var failure: StoreError?
             do {
                 try source.forEachRow { row in
+                    let rowStart = writer.count
                     codec.writeRow(row, into: &writer)
                     rows += 1
                     rowsInFrame += 1
+                    if writer.count - frameStart - RecordFormat.frameHeaderSize > maximumPayload {
+                        // A reader takes a longer record for damage: the row starts a record of
+                        // its own, or, too large for any, fails the checkpoint.
+                        do throws(StoreError) {
+                            try moveToRecordOfItsOwn(from: rowStart, of: row.id)
+                        } catch {
+                            failure = error
+                            throw error
+                        }
+                    }
                     if writer.count >= CheckpointWriter.chunkSize {
                         writer.finishFrame(at: frameStart, seed: codec.seed)
                         do throws(StoreError) {

@@ -30,7 +30,9 @@ extension Journal {
     /// nothing else changes, and `cancelled` is thrown. Once the checkpoint is in place the
     /// compaction completes.
     /// - Throws: ``StoreError`` — `io` if the checkpoint cannot be written (nothing is
-    ///   removed then), `cancelled`, `poisoned`, `closed`, `readOnly`.
+    ///   removed then), `invalidValue` naming an object whose row encodes to more than one
+    ///   record may hold (256 MiB; updates of its values each fit a transaction, the whole row
+    ///   no record: nothing is removed), `cancelled`, `poisoned`, `closed`, `readOnly`.
     @discardableResult
     public func compact(from source: some CheckpointSource) async throws(StoreError) -> CompactionReport {
         guard !configuration.readOnly else {

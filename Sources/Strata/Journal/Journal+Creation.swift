@@ -25,6 +25,11 @@ extension Journal {
         guard !configuration.readOnly else {
             throw StoreError(.readOnly, "a store cannot be created read-only", path: path)
         }
+        if let last = initialContents?.lastTransaction, last > RecordFormat.largestTransaction {
+            throw StoreError(.invalidTransaction,
+                             "the initial contents claim transaction \(last), past the last a store can reach (\(RecordFormat.largestTransaction)); nothing was created",
+                             path: path, transaction: last)
+        }
         switch io.kind(of: path) {
         case nil:
             do throws(FileIOError) {

@@ -16,7 +16,9 @@ extension Journal {
         let transaction = max(transaction, folded)
         var records: [TransactionRecord] = []
         for (k, segment) in segments.enumerated() {
-            if k + 1 < segments.count && segments[k + 1].firstTransaction <= transaction + 1 { continue }
+            // (Not `transaction + 1`, which overflows for the largest number; a later segment
+            // starts at 1 or more.)
+            if k + 1 < segments.count && segments[k + 1].firstTransaction - 1 <= transaction { continue }
             let bytes: [UInt8]
             do throws(FileIOError) {
                 let fd = try io.open(segment.path, access: .readOnly, creation: .mustExist)

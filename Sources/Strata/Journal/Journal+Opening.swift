@@ -292,6 +292,10 @@ struct StoreReplay {
         guard header.transaction == named else {
             throw corrupted("the header says transaction \(header.transaction) but the name says \(named)", path: path, offset: 8)
         }
+        guard header.transaction <= RecordFormat.largestTransaction else {
+            throw corrupted("the checkpoint claims transaction \(header.transaction), past the last a store can reach (\(RecordFormat.largestTransaction))",
+                            path: path, offset: 8)
+        }
         let codec = self.codec!
         do throws(ReplayError) { try target.beginCheckpoint(through: header.transaction) } catch {
             throw corrupted("checkpoint: \(error.message)", path: path, offset: 8)
@@ -326,7 +330,12 @@ struct StoreReplay {
                 var numbers: [String: UInt64] = [:]
                 for _ in 0..<entries {
                     let index = try reader.readCount("an entity index", limit: codec.schema.entities.count - 1)
-                    numbers[codec.schema.entities[index].name] = try reader.readVarint()
+                    let at = reader.offset
+                    let number = try reader.readVarint()
+                    guard number <= RecordFormat.largestObjectNumber else {
+                        throw DecodeFailure(offset: at, reason: "object number \(number), past the largest (\(RecordFormat.largestObjectNumber))")
+                    }
+                    numbers[codec.schema.entities[index].name] = number
                 }
                 highest = numbers
                 end = try reader.readUInt64()
@@ -504,23 +513,32 @@ struct StoreReplay {
         return containsTransaction(buffer, after: start, seed: codec.seed, newerThan: lastTransaction)
     }
 
+    /// Each offset is judged by its frame header and transaction number first, and only then
+    /// by its checksum, taken from ``PrefixChecksums`` in constant time: checksumming each
+    /// candidate's own bytes cost up to a record's length per offset, so a torn tail of a few
+    /// megabytes of incompressible data (or a hostile file) took minutes to open.
     private func containsTransaction(_ buffer: UnsafeRawBufferPointer, after start: Int, seed: UInt32, newerThan last: UInt64) -> Bool {
-        var offset = start + 1
-        while offset + RecordFormat.frameHeaderSize <= buffer.count {
+        let transaction = RecordFormat.RecordType.transaction.rawValue
+        var checksums: PrefixChecksums?
+        var offset = start
+        while true {
+            offset += 1
+            let payloadStart = offset + RecordFormat.frameHeaderSize
+            guard payloadStart <= buffer.count else { return false }
+            let length = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             // A zero length starts no transaction (and zero-filled space is long).
-            if buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self) == 0 {
-                offset += 1
+            guard length > 0, length <= RecordFormat.maximumPayload, length <= buffer.count - payloadStart,
+                buffer[offset + 8] == transaction
+            else { continue }
+            let payload = payloadStart..<(payloadStart + length)
+            guard let number = RecordCodec.transactionNumber(UnsafeRawBufferPointer(rebasing: buffer[payload])), number > last else {
                 continue
             }
-            if case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: seed),
-                frame.type == RecordFormat.RecordType.transaction.rawValue,
-                let number = RecordCodec.transactionNumber(frame.payload), number > last
-            {
-                return true
-            }
-            offset += 1
+            let head = RecordFormat.checksum(length: UInt32(length), type: transaction, payload: UnsafeRawBufferPointer(start: nil, count: 0), seed: seed)
+            if checksums == nil { checksums = PrefixChecksums(buffer) }
+            let stored = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            if checksums!.checksum(payload, continuing: head) == stored { return true }
         }
-        return false
     }
 
     /// In strict mode, throws `error`; in prefix mode, records where replay stopped.

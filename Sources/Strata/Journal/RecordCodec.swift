@@ -93,7 +93,9 @@ final class RecordCodec: Sendable {
         guard let index = layout.entityIndexes[id.entity] else {
             throw invalid("\(id): the schema has no entity \"\(id.entity)\"; its entities are \(entityNames)", transaction)
         }
-        guard id.number > 0 else { throw invalid("\(id): object numbers start at 1", transaction) }
+        guard RecordFormat.isObjectNumber(id.number) else {
+            throw invalid("\(id): object numbers run from 1 to \(RecordFormat.largestObjectNumber)", transaction)
+        }
         return layout.entities[index]
     }
 
@@ -120,7 +122,7 @@ final class RecordCodec: Sendable {
     }
 
     private func validate(_ row: RowImage, transaction: UInt64?, cache: inout EntityCache) throws(StoreError) {
-        guard let index = index(of: row.id.entity, cache: &cache), row.id.number > 0 else {
+        guard let index = index(of: row.id.entity, cache: &cache), RecordFormat.isObjectNumber(row.id.number) else {
             _ = try entity(of: row.id, transaction)  // throws the right message
             return
         }
@@ -341,7 +343,7 @@ final class RecordCodec: Sendable {
         return w.withCursor { c in
             slots.withUnsafeBufferPointer { slots in
                 for r in range {
-                    guard let index = index(of: rows[r].id.entity, cache: &cache), rows[r].id.number > 0,
+                    guard let index = index(of: rows[r].id.entity, cache: &cache), RecordFormat.isObjectNumber(rows[r].id.number),
                         rows[r].values.count == slotStarts[index + 1] - slotStarts[index]
                     else { return (r, nil) }
                     let failed = rows[r].values.withUnsafeBufferPointer { values in
@@ -432,7 +434,9 @@ final class RecordCodec: Sendable {
         }
         let numberAt = r.offset
         let number = try r.readVarint()
-        guard number > 0 else { throw DecodeFailure(offset: numberAt, reason: "object number 0") }
+        guard RecordFormat.isObjectNumber(number) else {
+            throw DecodeFailure(offset: numberAt, reason: number == 0 ? "object number 0" : "object number \(number), past the largest (\(RecordFormat.largestObjectNumber))")
+        }
         return (ObjectID(entity: entityNames[index], number: number), index)
     }
 

@@ -17,6 +17,20 @@ enum RecordFormat {
     /// The largest payload a record may have. A transaction larger than this is refused
     /// when appended; a length above it on disk is damage.
     static let maximumPayload = 1 << 28
+    /// The highest transaction number a file may claim. No store gets near it (a million
+    /// transactions a second for 146,000 years); a checkpoint claiming more is damage, so the
+    /// numbers that follow one, and their conversion to `Int64`, never overflow.
+    static let largestTransaction: UInt64 = 1 << 62
+    /// The highest object number a record may hold: far above any a store reaches (an import
+    /// gives numbers up to `Int64.max`, and the store numbers new objects after the highest),
+    /// and 2^62 below the top of `UInt64`, so that a store numbering objects after the
+    /// highest it has read never overflows.
+    static let largestObjectNumber: UInt64 = .max - (1 << 62)
+
+    /// Whether `number` is an object number a record may hold: 1 through
+    /// ``largestObjectNumber`` (one comparison: 0 wraps around to the largest `UInt64`).
+    @inline(__always)
+    static func isObjectNumber(_ number: UInt64) -> Bool { number &- 1 < largestObjectNumber }
 
     enum RecordType: UInt8 {
         case header = 1

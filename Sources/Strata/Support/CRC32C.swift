@@ -103,6 +103,25 @@ enum CRC32C {
         multiply(powerOfX(8 * length), first) ^ second
     }
 
+    /// The checksum `crc` would become after `length` more zero bytes, without the inversions
+    /// (so that `shift(a ^ b) == shift(a) ^ shift(b)`): `crc` times x^(8 × length). Four
+    /// multiplications whatever the length, by the powers for each byte of it.
+    static func shift(_ crc: UInt32, by length: Int) -> UInt32 {
+        precondition(length >= 0 && length <= Int(UInt32.max), "CRC32C.shift: length \(length) outside 0...\(UInt32.max)")
+        return powersOfByteLengths.withUnsafeBufferPointer { powers in
+            var power = powers[Int(length & 0xFF)]
+            power = multiply(powers[256 + Int((length >> 8) & 0xFF)], power)
+            power = multiply(powers[512 + Int((length >> 16) & 0xFF)], power)
+            power = multiply(powers[768 + Int((length >> 24) & 0xFF)], power)
+            return multiply(power, crc)
+        }
+    }
+
+    /// x^(8 × b × 256^j) modulo the polynomial at index `256 × j + b`, for j = 0..<4.
+    private static let powersOfByteLengths: [UInt32] = (0..<4).flatMap { j in
+        (0..<256).map { b in powerOfX(8 * (b << (8 * j))) }
+    }
+
     /// x^(2^k) modulo the polynomial, for k = 0..<64 (bit-reflected, as the tables are).
     private static let powersOfX: [UInt32] = {
         var powers = [UInt32](repeating: 0, count: 64)

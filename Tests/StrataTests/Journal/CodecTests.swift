@@ -244,9 +244,17 @@ struct CodecRecordGenerator {
         return Array(bytes.prefix(count))
     }
 
+    /// An object a value refers to: any number, the largest `UInt64`s included.
     mutating func objectID(_ entity: String) -> ObjectID {
         let draw = rng.next()
         return ObjectID(entity: entity, number: draw % 10 == 0 ? UInt64.max - (draw >> 8) % 6 : (draw >> 8) % 100_000 + 1)
+    }
+
+    /// An object a row, an update or a deletion names: up to the largest number a record
+    /// may hold for one.
+    mutating func rowID(_ entity: String) -> ObjectID {
+        let draw = rng.next()
+        return ObjectID(entity: entity, number: draw % 10 == 0 ? RecordFormat.largestObjectNumber - (draw >> 8) % 6 : (draw >> 8) % 100_000 + 1)
     }
 
     mutating func value(for property: Entity.Property) -> Value {
@@ -264,7 +272,7 @@ struct CodecRecordGenerator {
 
     mutating func row() -> RowImage {
         let entity = entity()
-        let id = objectID(entity.name)
+        let id = rowID(entity.name)
         return RowImage(id: id, values: (0..<entity.propertyCount).map { value(for: entity.property(at: $0)) })
     }
 
@@ -277,10 +285,10 @@ struct CodecRecordGenerator {
         for _ in 0..<pick([0, 0, 1, 3]) {
             let entity = entity()
             let indexes = (0..<entity.propertyCount).filter { _ in chance(2) }
-            record.updated.append(RowUpdate(id: objectID(entity.name),
+            record.updated.append(RowUpdate(id: rowID(entity.name),
                                             changes: indexes.map { PropertyChange(index: $0, value: value(for: entity.property(at: $0))) }))
         }
-        for _ in 0..<pick([0, 0, 1, 5]) { record.deleted.append(objectID(entity().name)) }
+        for _ in 0..<pick([0, 0, 1, 5]) { record.deleted.append(rowID(entity().name)) }
         return record
     }
 }

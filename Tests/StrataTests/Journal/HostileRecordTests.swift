@@ -17,7 +17,7 @@ import Testing
         case invalidUTF8Author, overlongUTF8, surrogateInUTF8, truncatedUTF8
         case unknownEntityIndex, unknownEntityInObjectValue
         case propertyIndexOutOfRange, propertyIndexesOutOfOrder
-        case wrongValueType, toOneHoldingList, relationshipToWrongEntity, unknownValueTag, objectNumberZero
+        case wrongValueType, toOneHoldingList, relationshipToWrongEntity, unknownValueTag, objectNumberZero, objectNumberPastTheLargest
         case trailingBytes, varintOverflow, truncatedPayload
         // Frames that cannot be read as a record of this position at all.
         case lengthUInt32Max, lengthPastEndOfFile, lengthOverMaximum, unknownRecordType
@@ -234,6 +234,17 @@ import Testing
                 w.writeVarint(1)  // deleted: Artist/0
                 w.writeVarint(0)
                 w.writeVarint(0)
+            case .objectNumberPastTheLargest:
+                start()
+                w.writeVarint(1)  // inserted
+                w.writeVarint(0)  // Artist/UInt64.max: every number after it overflows
+                w.writeVarint(UInt64.max)
+                int(1)
+                tag(.null)
+                date()
+                tag(.objects)
+                w.writeVarint(0)
+                rest()
             case .trailingBytes:
                 start()
                 w.writeVarint(0)
@@ -341,7 +352,9 @@ import Testing
 
     enum HostileCheckpoint: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case rowUnknownEntity, rowHugeToManyCount, rowHugeStringLength, rowWrongValueType, rowObjectNumberZero, duplicateRow
+        case rowObjectNumberPastTheLargest
         case endHugeEntityCount, endUnknownEntityIndex, endCountMismatch, endWrongTransaction, endTrailingBytes
+        case endObjectNumberPastTheLargest
         case recordAfterEnd, unknownRecordType, missingEnd, lengthUInt32Max
         case schemaDeeplyNested, schemaInvalidUTF8, schemaHugeString, schemaOfAnotherShape
         var testDescription: String { rawValue }
@@ -409,6 +422,13 @@ import Testing
             }, endRecord(rows: 1)])
         case .rowObjectNumberZero:
             return checkpointFile(storeID: storeID, records: [rowsRecord { validArtist(&$0, number: 0) }, endRecord(rows: 1)])
+        case .rowObjectNumberPastTheLargest:
+            return checkpointFile(storeID: storeID, records: [rowsRecord { validArtist(&$0, number: .max) }, endRecord(rows: 1)])
+        case .endObjectNumberPastTheLargest:
+            var end = ByteWriter()
+            end.write(RecordFormat.RecordType.checkpointEnd.rawValue); end.writeVarint(0); end.writeVarint(1)
+            end.writeVarint(0); end.writeVarint(UInt64.max); end.writeUInt64(6)
+            return checkpointFile(storeID: storeID, records: [end.bytes])
         case .duplicateRow:
             return checkpointFile(storeID: storeID, records: [rowsRecord { validArtist(&$0); validArtist(&$0) }, endRecord(rows: 2)])
         case .endHugeEntityCount:
