@@ -775,9 +775,14 @@ extension ObjectGraph {
         var dropped: [DroppedRelationship] = []
         // Objects pending deletion here that the save related to other objects.
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
-        let revived = Set(save.inserted)
+        // Built only if a tombstone is among the objects (a merge of a large import into a
+        // view context would otherwise hash every inserted ID for nothing).
+        var revived: Set<ObjectID>?
         for (id, object) in changed {
-            if object.lifecycle == .deletedElsewhere, revived.contains(id) {
+            if object.lifecycle == .deletedElsewhere, !save.inserted.isEmpty, {
+                if revived == nil { revived = Set(save.inserted) }
+                return revived!.contains(id)
+            }() {
                 // Deleted here by a save into the parent whose own save kept the object after
                 // all (its merge policy dropped the deletion): here again, as the parent has it.
                 object.missingWhenLoaded = true
