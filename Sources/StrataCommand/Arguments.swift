@@ -1,5 +1,7 @@
 /// The arguments of one subcommand: positionals and `--option value` pairs, parsed against
-/// what the subcommand accepts so that mistakes are usage errors (exit 2).
+/// what the subcommand accepts so that mistakes are usage errors (exit 2). A lone `--` ends
+/// the options: every argument after it is a positional (a store or file whose name starts
+/// with `--`).
 struct Arguments {
     var positionals: [String] = []
     var options: [String: [String]] = [:]
@@ -14,6 +16,10 @@ struct Arguments {
         var i = 0
         while i < arguments.count {
             let argument = arguments[i]
+            if argument == "--" {
+                positionals += arguments[(i + 1)...]
+                break
+            }
             if argument.hasPrefix("--") && argument.count > 2 {
                 var name = String(argument.dropFirst(2))
                 var value: String?

@@ -79,7 +79,8 @@ public enum StrataCommand {
             return 2
         }
         // `strata COMMAND --help` as `strata help COMMAND` (no command takes a value `--help`).
-        if arguments.dropFirst().contains(where: { $0 == "--help" || $0 == "-h" }) {
+        // (Not after `--`: what follows it is operands, a store named "-h" among them.)
+        if arguments.dropFirst().prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
             out.standard("usage: \(command.usage)\n\n\(command.help)\n")
             return 0
         }

@@ -71,6 +71,17 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
         #expect(format.status == 2 && format.errors.hasPrefix("strata info: --format must be one of text, json, not 'xml'"))
     }
 
+    @Test("a lone -- ends the options: what follows is a store or file, even named like an option")
+    func endOfOptions() async {
+        for name in ["--colour", "--help", "-h"] {
+            let result = await runTool(["info", "--", name])
+            #expect(result.status == 1, "\(name): \(result.errors)")
+            #expect(result.errors.contains(name) && !result.errors.contains("usage:"), "\(name): \(result.errors)")
+        }
+        let extra = await runTool(["info", "--", "a.strata", "b.strata"])
+        #expect(extra.status == 2 && extra.errors.hasPrefix("strata info: unexpected argument 'b.strata'"), "\(extra.errors)")
+    }
+
     @Test func version() async {
         #expect(await runTool(["--version"]).output == "strata \(StrataCommand.version)\n")
     }
