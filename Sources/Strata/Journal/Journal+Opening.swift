@@ -54,9 +54,30 @@ extension Journal {
 
     /// Opens a store just to read it, into a ``ReplayedState``.
     public static func read(at path: String, fileIO: any FileIO = POSIXFileIO()) throws(StoreError) -> (Journal, ReplayedState) {
-        var state = ReplayedState()
-        let journal = try open(at: path, configuration: Configuration(fileIO: fileIO, readOnly: true), replayingInto: &state)
-        return (journal, state)
+        try againIfFilesVanish(readOnly: true) { () throws(StoreError) in
+            var state = ReplayedState()
+            let journal = try open(at: path, configuration: Configuration(fileIO: fileIO, readOnly: true), replayingInto: &state)
+            return (journal, state)
+        }
+    }
+
+    /// Runs a read-only open (`body`, with a fresh replay target each time) again when a
+    /// file it listed was gone by the time it read it: the store's writer, in another
+    /// process, removed the checkpoint and segments a compaction covered — a reader does
+    /// not hold the lock, so nothing stops it. The new listing finds the new checkpoint.
+    /// (`strata verify` of a store being compacted failed with "No such file".) A file
+    /// missing three times over is reported as it is; an open that holds the lock never
+    /// retries (nobody else removes its files).
+    static func againIfFilesVanish<T>(readOnly: Bool, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        var attempts = 1
+        while true {
+            do throws(StoreError) {
+                return try body()
+            } catch {
+                guard readOnly, attempts < 3, error.code == .io, error.underlying?.errno == ENOENT else { throw error }
+                attempts += 1
+            }
+        }
     }
 
     /// Applies what replay decided (cleanup, truncation) and builds the open journal.
@@ -152,6 +173,8 @@ struct StoreReplay {
     private(set) var removals: [String] = []
     /// Where a prefix-mode replay stopped, and why.
     private(set) var stoppedAt: StoreError?
+    /// The files to read, opened as soon as they are listed (see ``run(into:)``).
+    private var opened: [String: FileDescriptor] = [:]
 
     init(directory: String, io: any FileIO, expected: Schema?, mode: Mode) {
         self.directory = directory
@@ -176,6 +199,22 @@ struct StoreReplay {
             throw StoreError(.notAStore, "\(directory) holds no journal or checkpoint files, so it is not a Strata store", path: directory)
         }
         var through: UInt64 = 0
+        // Every file to read is opened at once, before any is read: a writer compacting in
+        // another process (a read-only open holds no lock) may remove the older checkpoint
+        // and the segments it covers, but an open file stays readable. Only a file removed
+        // between the listing and these opens is missing (the caller lists again).
+        let toRead = (checkpoints.last.map { [$0.1] } ?? []) + segments.map(\.1)
+        defer { for fd in opened.values { io.close(fd) }; opened = [:] }
+        if toRead.count <= Self.filesOpenedAtOnce {
+            for name in toRead {
+                let path = StoreLayout.join(directory, name)
+                do throws(FileIOError) {
+                    opened[path] = try io.open(path, access: .readOnly, creation: .mustExist)
+                } catch {
+                    throw StoreError.io(error, "reading \(path)")
+                }
+            }
+        }
         if let newest = checkpoints.last {
             let path = StoreLayout.join(directory, newest.1)
             through = try loadCheckpoint(at: path, named: newest.0, into: &target)
@@ -202,8 +241,13 @@ struct StoreReplay {
 
     // MARK: Files
 
+    /// More files than this (a store never compacted) are opened one at a time as they are
+    /// read, so as not to run out of file descriptors.
+    static var filesOpenedAtOnce: Int { 256 }
+
     private func readFile(_ path: String) throws(StoreError) -> [UInt8] {
         do throws(FileIOError) {
+            if let fd = opened[path] { return try io.readAll(fd, path: path) }
             let fd = try io.open(path, access: .readOnly, creation: .mustExist)
             defer { io.close(fd) }
             return try io.readAll(fd, path: path)

@@ -114,9 +114,11 @@ public final class Store: Sendable {
 
     /// Opens a store with the write lock the caller already holds, if any.
     static func open(at path: String, schema: Schema?, configuration: Configuration, heldLock: StoreLock?) throws(StoreError) -> Store {
-        var target = DeferredGeneration()
-        let journal = try Journal.open(at: path, schema: schema, configuration: configuration, heldLock: heldLock, replayingInto: &target)
-        return Store(journal: journal, generation: target.prepared ? target.generation : Generation(schema: journal.schema))
+        try Journal.againIfFilesVanish(readOnly: configuration.readOnly) { () throws(StoreError) in
+            var target = DeferredGeneration()
+            let journal = try Journal.open(at: path, schema: schema, configuration: configuration, heldLock: heldLock, replayingInto: &target)
+            return Store(journal: journal, generation: target.prepared ? target.generation : Generation(schema: journal.schema))
+        }
     }
 
     /// The store directory.
