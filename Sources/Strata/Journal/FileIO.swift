@@ -172,3 +172,14 @@ extension FileIO {
     }
 }
 
+extension FileIO {
+    /// What a store's own path names, following a symbolic link to a directory (a store kept
+    /// on another volume and linked into place): `kind(of:)` names the link itself, so such
+    /// a store was refused as "not a directory". Files inside the store are never reached
+    /// through links (they are opened without following one).
+    func storeDirectoryKind(_ path: String) -> FileKind? {
+        let kind = kind(of: path)
+        guard kind == .other, self.kind(of: StoreLayout.join(path, ".")) == .directory else { return kind }
+        return .directory
+    }
+}

@@ -30,7 +30,7 @@ extension Journal {
                              "the initial contents claim transaction \(last), past the last a store can reach (\(RecordFormat.largestTransaction)); nothing was created",
                              path: path, transaction: last)
         }
-        switch io.kind(of: path) {
+        switch io.storeDirectoryKind(path) {
         case nil:
             do throws(FileIOError) {
                 try io.createDirectory(path)

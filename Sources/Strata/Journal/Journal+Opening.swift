@@ -33,7 +33,7 @@ extension Journal {
         replayingInto target: inout Target
     ) throws(StoreError) -> Journal {
         let io = configuration.fileIO
-        switch io.kind(of: path) {
+        switch io.storeDirectoryKind(path) {
         case nil: throw StoreError(.notFound, "no store at \(path); create one first", path: path)
         case .directory: break
         case .file, .other: throw StoreError(.notAStore, "\(path) is not a directory, so it is not a Strata store", path: path)
