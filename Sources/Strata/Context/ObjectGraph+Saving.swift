@@ -366,14 +366,12 @@ extension ObjectGraph {
     private func followKeptRelationships(_ capture: SaveCapture, committed: Generation) {
         for (object, update) in zip(capture.updated, capture.updates) {
             guard object.isLoaded, object.lifecycle == .persistent, let row = committed.object(update.id) else { continue }
-            var sent = update.baseValues
-            for change in update.changes { sent[change.index] = change.value }
             for change in update.changes {
                 // A key set again while the save ran keeps that value; its other sides follow it.
-                guard let info = relationships[object.entityIndex][change.index], row.values[change.index] != sent[change.index],
+                guard let info = relationships[object.entityIndex][change.index], row.values[change.index] != change.value,
                     !object.changedKeys.contains(change.index)
                 else { continue }
-                let kept = Self.targets(row.values[change.index]), dropped = Self.targets(sent[change.index])
+                let kept = Self.targets(row.values[change.index]), dropped = Self.targets(change.value)
                 let relationship = DroppedRelationship(source: update.id, index: change.index, info: info,
                                                        lost: dropped.filter { !kept.contains($0) }, gained: kept.filter { !dropped.contains($0) })
                 let others = (relationship.lost + relationship.gained).compactMap { registered[$0] }.filter(\.isLoaded)
