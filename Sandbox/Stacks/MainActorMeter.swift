@@ -14,6 +14,8 @@ final class MainActorMeter: Sendable {
         var longest: Duration = .zero
         var longestOperation = ""
         var operations = 0
+        /// Merges counted (each merges one save into a context on the main executor).
+        var merges = 0
         var byOperation: [ContextEvent.Operation: Duration] = [:]
     }
 
@@ -28,6 +30,7 @@ final class MainActorMeter: Sendable {
                 state.totals.busy += event.processorTime
                 state.totals.wall += event.duration
                 state.totals.operations += 1
+                if event.operation == .merge { state.totals.merges += 1 }
                 state.totals.byOperation[event.operation, default: .zero] += event.processorTime
                 if event.duration > state.totals.longest {
                     state.totals.longest = event.duration
@@ -47,6 +50,17 @@ final class MainActorMeter: Sendable {
     }
 
     func read() -> Totals { state.withLock { $0.totals } }
+
+    /// Waits (polling, up to `timeout` seconds) until `count` merges have been counted;
+    /// returns whether they were.
+    func waitForMerges(_ count: Int, timeout: Double) async -> Bool {
+        let deadline = Measure.now() + UInt64(timeout * 1e9)
+        while read().merges < count {
+            guard Measure.now() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
+    }
 }
 
 extension Duration {

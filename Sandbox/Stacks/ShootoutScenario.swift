@@ -220,9 +220,16 @@ struct ShootoutScenario: Scenario {
         let saved = saves.values
         let newest = saved.last?.newestSong ?? 0
         let seen = await loop.waitUntilSeen(song: newest, timeout: 10)
-        // Metered until the view shows the import's last song: the merges of the last saves
-        // the view takes in after the import's end are the import's cost too (stopped at the
-        // end, a run with few saves sometimes counted no merge at all).
+        // Metered until the view shows the import's last song and, where it merges the
+        // import's commits (each one merge), has merged them all: those merges are the
+        // import's cost too, also the last ones, which come after the import's end — and
+        // may come after the view has shown the song, which its fetch reads from the newer
+        // generation. (Stopped at the end, a run with few saves sometimes counted no merge.)
+        if [.sharedCoordinator, .separateCoordinators, .hybrid].contains(stack.preset),
+            !(await bench.meter.waitForMerges(saves.values.count, timeout: 10))
+        {
+            throw ScenarioError("the view context merged \(bench.meter.read().merges) of the import's \(saves.values.count) commits within 10 s of its end")
+        }
         let busy = bench.meter.stop()
         if let writerOutcomes {
             let watchdog = Task {
