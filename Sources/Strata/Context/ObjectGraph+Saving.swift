@@ -775,12 +775,9 @@ extension ObjectGraph {
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         // Built only if a tombstone is among the objects (a merge of a large import into a
         // view context would otherwise hash every inserted ID for nothing).
-        var revived: Set<ObjectID>?
+        lazy var inserted = Set(save.inserted)
         for (id, object) in changed {
-            if object.lifecycle == .deletedElsewhere, !save.inserted.isEmpty, {
-                if revived == nil { revived = Set(save.inserted) }
-                return revived!.contains(id)
-            }() {
+            if object.lifecycle == .deletedElsewhere, inserted.contains(id) {
                 // Deleted here by a save into the parent whose own save kept the object after
                 // all (its merge policy dropped the deletion): here again, as the parent has it.
                 object.missingWhenLoaded = true

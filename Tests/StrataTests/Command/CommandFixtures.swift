@@ -42,15 +42,20 @@ enum CommandFixtures {
     ]
 }
 
-/// A temporary directory with a catalog store in it, driven through the tool.
+/// A temporary directory with a catalog store in it (or a store of another model file's
+/// text), driven through the tool.
 struct CatalogStore {
     let directory = TemporaryDirectory("strata-cli")
+    /// The model file's text; `nil` for the catalog.
+    var model: String?
     var path: String { directory.appending("catalog.strata") }
+
+    init(model: String? = nil) { self.model = model }
 
     /// Creates the store from a model file written for it.
     func create() async throws {
         let model = directory.appending("catalog.json")
-        try CommandFixtures.catalog.modelFileJSON.prettyText.write(toFile: model, atomically: true, encoding: .utf8)
+        try (self.model ?? CommandFixtures.catalog.modelFileJSON.prettyText).write(toFile: model, atomically: true, encoding: .utf8)
         let created = await runTool(["create", path, "--model", model])
         #expect(created.status == 0, "\(created.errors)")
     }

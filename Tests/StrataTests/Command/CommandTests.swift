@@ -3,7 +3,6 @@ import Testing
 @testable import Strata
 @testable import StrataCommand
 
-/// Runs the tool in-process and captures what it prints.
 /// The dump round trip of FORMATS §3: two stores made from `model`, `input` imported into
 /// the first, its dump imported into the second. Returns both dumps (equal when it holds).
 func dumpRoundTrip(model: String, input: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> (first: String, second: String) {
@@ -28,6 +27,7 @@ func dumpRoundTrip(model: String, input: [String], sourceLocation: SourceLocatio
     return (dump.output, await runTool(["dump", second]).output)
 }
 
+/// Runs the tool in-process and captures what it prints.
 func runTool(_ arguments: [String]) async -> (status: Int32, output: String, errors: String) {
     let output = Locked(""), errors = Locked("")
     let status = await StrataCommand.run(arguments, output: { text in output.withLock { $0 += text } },

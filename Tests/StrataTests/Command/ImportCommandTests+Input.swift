@@ -81,14 +81,11 @@ extension ImportCommandTests {
                                                {"name": "Kelvin", "type": "int", "optional": true}]}
             ]}
             """#
-        let directory = TemporaryDirectory("strata-cli")
-        defer { directory.remove() }
-        let modelFile = directory.appending("model.json")
-        try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
-        let store = directory.appending("things.strata")
-        #expect(await runTool(["create", store, "--model", modelFile]).status == 0)
-        let file = directory.appending("twice.jsonl")
-        try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let things = CatalogStore(model: model)
+        defer { things.remove() }
+        try await things.create()
+        let store = things.path
+        let file = try things.file("twice.jsonl", [line])
         let result = await runTool(["import", store, file])
         #expect(result.status == 1)
         #expect(result.errors.firstLine.hasPrefix("strata import: \(file):1: duplicate key"), "\(result.errors)")

@@ -81,18 +81,16 @@ extension ImportCommandTests {
             ]}
             """#
         for batchSize in [nil, 1] as [Int?] {
-            let directory = TemporaryDirectory("strata-cli")
-            defer { directory.remove() }
-            let modelFile = directory.appending("model.json")
-            try model.write(toFile: modelFile, atomically: true, encoding: .utf8)
-            let store = directory.appending("things.strata")
-            #expect(await runTool(["create", store, "--model", modelFile]).status == 0)
-            let file = directory.appending("things.jsonl")
-            try [#"{"entity": "Part", "values": {"label": "waits for code 0", "thing": 0}}"#,
-                 #"{"entity": "Thing", "values": {"text": "default code"}}"#,
-                 #"{"entity": "Thing", "values": {"code": 0, "text": "updated"}}"#,
-                 #"{"entity": "Part", "values": {"label": "refers to code 0", "thing": 0}}"#,
-            ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let things = CatalogStore(model: model)
+            defer { things.remove() }
+            try await things.create()
+            let store = things.path
+            let file = try things.file("things.jsonl", [
+                #"{"entity": "Part", "values": {"label": "waits for code 0", "thing": 0}}"#,
+                #"{"entity": "Thing", "values": {"text": "default code"}}"#,
+                #"{"entity": "Thing", "values": {"code": 0, "text": "updated"}}"#,
+                #"{"entity": "Part", "values": {"label": "refers to code 0", "thing": 0}}"#,
+            ])
             let result = await runTool(["import", store, file] + (batchSize.map { ["--batch-size", String($0)] } ?? []))
             #expect(result.status == 0, "\(batchSize as Any): \(result.errors)")
             let dump = await runTool(["dump", store])

@@ -188,3 +188,30 @@ func integrityProblemsAfterReopening(_ store: Store, in directory: TemporaryDire
     await reopened.close()
     return problems
 }
+
+extension ConstraintTests.Objects {
+    /// Album x as a context shows it, with the albums of a1 and a3 (the to-one conflict
+    /// tests move x between them), and whether the context has pending changes.
+    struct AlbumXShown: Sendable {
+        var artist: ObjectID?
+        var title: String
+        var a1: [ObjectID]
+        var a3: [ObjectID]
+        var pending: Bool
+    }
+
+    func albumX(in c: isolated ObjectContext) -> AlbumXShown {
+        let x = c.object(with: self.x, as: Album.self)
+        return AlbumXShown(artist: x.artist?.objectID, title: x.title, a1: c.object(with: a1, as: Artist.self).albums.map(\.objectID),
+                           a3: c.object(with: a3, as: Artist.self).albums.map(\.objectID), pending: c.hasChanges)
+    }
+
+    /// The user's side of the to-one conflict: album x taken from a1 (its albums read, and
+    /// a3's) and retitled.
+    func takeAlbumX(in c: isolated ObjectContext) {
+        for id in [a1, a3] { _ = c.object(with: id, as: Artist.self).albums }
+        let x = c.object(with: self.x, as: Album.self)
+        x.artist = nil
+        x.title = "retitled"
+    }
+}

@@ -53,6 +53,17 @@ import Testing
             try await other.save()
         }
 
+        /// The to-one conflict: the user takes album x from artist a1 (and retitles it) and
+        /// saves; while the writer's save is held, another context gives x to a3 (x's artist
+        /// and a1's albums conflict; a1's lists agree, without x); then the save goes on.
+        func takeAlbumXWhileAnotherGivesItToA3() async throws {
+            let o = objects
+            await stack.viewContext.perform { c in o.takeAlbumX(in: c) }
+            try await stack.save(stack.viewContext)
+            try await commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+            gate.open()
+        }
+
         func close() async {
             await stack.close()
             directory.remove()
@@ -142,19 +153,9 @@ import Testing
           arguments: presets)
     func toOneTakesStoreValue(_ preset: StackPreset) async throws {
         let h = try await Gated(preset)
-        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
         let view = stack.viewContext
-        // The user takes album x from artist a1 (and retitles it); meanwhile another context
-        // gives x to a3: x's artist and a1's albums conflict (a1's lists agree, without x).
-        await view.perform { c in
-            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
-            let x = c.object(with: o.x, as: Album.self)
-            x.artist = nil
-            x.title = "retitled"
-        }
-        try await stack.save(view)
-        try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
-        gate.open()
+        try await h.takeAlbumXWhileAnotherGivesItToA3()
 
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
         #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
@@ -165,12 +166,8 @@ import Testing
         #expect(generation.value(o.x, "title") == .string("retitled"))
         #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
 
-        let shown = await view.perform { c in
-            let x = c.object(with: o.x, as: Album.self)
-            return (x: x.artist?.objectID, title: x.title, a1: c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
-                    a3: c.object(with: o.a3, as: Artist.self).albums.map(\.objectID), pending: c.hasChanges)
-        }
-        #expect(shown.x == o.a3, "\(preset): x shows the artist the store kept")
+        let shown = await view.perform { c in o.albumX(in: c) }
+        #expect(shown.artist == o.a3, "\(preset): x shows the artist the store kept")
         #expect(shown.title == "retitled")
         #expect(shown.a3 == [o.x], "\(preset): a3 lists x, as x refers to it")
         #expect(shown.a1 == [], "\(preset): a1 lists nothing")
@@ -183,22 +180,13 @@ import Testing
     @Test("hybrid: an editor open while the writer saved again with the store's values for a conflicting to-one shows them, both sides in step")
     func editorFollows() async throws {
         let h = try await Gated(.hybrid)
-        let (gate, stack, o, outcomes) = (h.gate, h.stack, h.objects, h.outcomes)
-        let view = stack.viewContext
+        let (stack, o, outcomes) = (h.stack, h.objects, h.outcomes)
         let editor = await stack.newEditorContext()
         await editor.perform { c in
             for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
             _ = c.object(with: o.x, as: Album.self).artist
         }
-        await view.perform { c in
-            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
-            let x = c.object(with: o.x, as: Album.self)
-            x.artist = nil
-            x.title = "retitled"
-        }
-        try await stack.save(view)
-        try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
-        gate.open()
+        try await h.takeAlbumXWhileAnotherGivesItToA3()
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
         #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
         await waitUntil(editor, "the editor shows x with a3, and a3 listing x") { c in
