@@ -60,6 +60,17 @@ open class ManagedObject {
     /// object appears in the view; then the context's instance comes back to life
     /// (``ObjectGraph/reviveIfPresent(_:)``).
     final var missingWhenLoaded = false
+    /// Deleted by this context's own save into its parent context: a tombstone while the
+    /// parent holds the deletion, back to life when the parent shows the object again —
+    /// its save to the store (or to its own parent) kept the object after all (its merge
+    /// policy dropped the deletion), or it rolled the deletion back. A fetch, which reads
+    /// through the parent, returns the object then, and the instance must agree with it
+    /// (``ObjectGraph/reviveIfPresent(_:)``).
+    final var deletionSavedToParent = false
+    /// Whether this tombstone comes back when the object is in the context's view again:
+    /// one missing when loaded or deleted by a save into the parent, not one whose deletion
+    /// the context learned of from a merge.
+    final var mayReappear: Bool { missingWhenLoaded || deletionSavedToParent }
 
     enum Lifecycle: Equatable {
         case inserted
@@ -163,7 +174,8 @@ open class ManagedObject {
                              object: objectID, key: key)
         }
         if lifecycle == .deletedElsewhere {
-            throw StoreError(.objectDeleted, "\(objectID) was deleted by another context; its last snapshot is still readable through its properties",
+            let by = deletionSavedToParent ? "by this context's save into its parent" : "by another context"
+            throw StoreError(.objectDeleted, "\(objectID) was deleted \(by); its last snapshot is still readable through its properties",
                              object: objectID, key: key)
         }
         return value

@@ -6,7 +6,13 @@ struct ContextReader: RowReader {
 
     func values(of id: ObjectID) -> [Value]? {
         if let object = graph.registeredObject(for: id), object.isLoaded {
-            return object.lifecycle == .inserted || object.lifecycle == .persistent ? object.storage : nil
+            switch object.lifecycle {
+            case .inserted, .persistent: return object.storage
+            // A tombstone that comes back when met again (see `ObjectGraph.reviveIfPresent`):
+            // as the view has it, as a fetch finds it.
+            case .deletedElsewhere where object.mayReappear: return view.values(of: id)
+            case .deleted, .discarded, .deletedElsewhere: return nil
+            }
         }
         return view.values(of: id)
     }

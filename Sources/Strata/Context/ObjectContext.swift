@@ -394,14 +394,14 @@ extension ObjectContext {
         let origin = ObjectIdentifier(self)
         let didSave: DidSave
         var resolved: [Conflict] = []
-        var keptDeletions: [ObjectID] = []
+        var kept: (deletions: [ObjectID], values: [ObjectID: [Int]]) = ([], [:])
         if let parentContext {
             let applied = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
             resolved = applied.resolved
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 // The saved objects take what the parent holds, and the did-save says what
                 // it applied: its merge policy may have kept its own values.
-                keptDeletions = graph.finishSave(capture, committed: nil, held: applied.held)
+                kept = graph.finishSave(capture, committed: nil, held: applied.held)
                 // (Not the objects whose deletion the parent's merge policy dropped.)
                 graph.markDeletedElsewhere(resolved.filter { $0.key == nil && $0.theirVersion == nil }.map(\.object) + applied.alsoDeleted)
                 return applied.didSave
@@ -416,7 +416,7 @@ extension ObjectContext {
                 : try await link.coordinator.commitOnCallersExecutor(changes, mayBlock: link.mayBlockQueueOnCommit)
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
-                keptDeletions = graph.finishSave(capture, committed: result.generation)
+                kept = graph.finishSave(capture, committed: result.generation)
                 guard var save = result.notification.map(DidSave.init) else {
                     // The merge policy dropped every change: nothing was written, and the
                     // generation's transaction is another context's.
@@ -434,12 +434,24 @@ extension ObjectContext {
         if !resolved.isEmpty { conflicts.yield(resolved) }
         saves.yield(didSave)
         link.changes.yield(didSave)
-        if !keptDeletions.isEmpty {
-            // Children skip this context's own saves, but a deletion the save dropped came from
-            // one of them, which holds the object as deleted: those following this context's
-            // changes take it back, as it is here.
-            let values = Dictionary(uniqueKeysWithValues: keptDeletions.compactMap { id in graph.registeredObject(for: id).map { (id, $0.storage) } })
-            link.changes.yield(DidSave(transaction: nil, author: name, inserted: keptDeletions, values: values))
+        if !kept.deletions.isEmpty || !kept.values.isEmpty {
+            // Children skip this context's own saves (they saw its changes through it), but
+            // what the save kept instead of what it sent they have not seen: a deletion it
+            // dropped (one of them made it, and holds the object as deleted), values of the
+            // store's it kept for conflicting keys. Those following this context's changes
+            // take them, as they are here.
+            let names = schema.layout.entities
+            let updated = kept.values.keys.sorted()
+            var changedKeys: [ObjectID: [String]] = [:]
+            for id in updated {
+                guard let entity = schema.entityIndex(named: id.entity) else { continue }
+                changedKeys[id] = kept.values[id]!.map { names[entity].propertyNames[$0] }
+            }
+            let values = Dictionary(uniqueKeysWithValues: (kept.deletions + updated).compactMap { id in
+                graph.registeredObject(for: id).map { (id, $0.storage) }
+            })
+            link.changes.yield(DidSave(transaction: nil, author: name, inserted: kept.deletions, updated: updated,
+                                       changedKeys: changedKeys, values: values))
         }
         return (didSave.transaction, resolved)
     }

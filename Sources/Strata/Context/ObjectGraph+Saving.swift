@@ -234,10 +234,16 @@ extension ObjectGraph {
     /// save to the parent). Objects changed while the save was in flight keep those changes.
     /// `held`: for a save to the parent, the values it holds of the objects updated (its
     /// merge policy may have kept its own, a to-many list it changed too is merged).
-    /// - Returns: the objects whose deletion the merge policy dropped: they stay, and the
-    ///   children that follow this context's changes must show them again.
+    /// - Returns: what the save kept other than it sent, which the children that follow
+    ///   this context's changes must take (they skip its own saves, having seen the values
+    ///   sent through it): the objects whose deletion the merge policy dropped (they stay),
+    ///   and, for a save to the store, the objects whose committed values differ from those
+    ///   sent (the merge policy kept the store's for conflicting keys), with those keys.
     @discardableResult
-    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:]) -> [ObjectID] {
+    func finishSave(_ capture: SaveCapture, committed: Generation?, held: [ObjectID: [Value]] = [:])
+        -> (deletions: [ObjectID], values: [ObjectID: [Int]])
+    {
+        var keptValues: [ObjectID: [Int]] = [:]
         func rebase(_ object: ManagedObject, sent: [Value], keys: Set<Int>) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
@@ -253,6 +259,8 @@ extension ObjectGraph {
                 }
                 values = row.values
                 version = row.version
+                let differing = values.indices.filter { values[$0] != sent[$0] }
+                if !differing.isEmpty { keptValues[object.objectID] = differing }
             }
             if object.lastChange > capture.stamp, object.lifecycle == .persistent || object.lifecycle == .inserted {
                 // Changed while the save ran. If a merge based it on a state newer than the
@@ -348,11 +356,13 @@ extension ObjectGraph {
                 continue
             }
             object.lifecycle = .deletedElsewhere
+            // Saved into the parent: deleted while the parent holds the deletion.
+            object.deletionSavedToParent = committed == nil
             setTracking(object)
             noteChanged(object)
         }
         forgetUnheldUniques()
-        return kept
+        return (kept, keptValues)
     }
 
     /// After a save to the store whose merge policy kept the store's value of a relationship
@@ -773,17 +783,10 @@ extension ObjectGraph {
         var dropped: [DroppedRelationship] = []
         // Objects pending deletion here that the save related to other objects.
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
-        // Built only if a tombstone is among the objects (a merge of a large import into a
-        // view context would otherwise hash every inserted ID for nothing).
-        lazy var inserted = Set(save.inserted)
         for (id, object) in changed {
-            if object.lifecycle == .deletedElsewhere, inserted.contains(id) {
-                // Deleted here by a save into the parent whose own save kept the object after
-                // all (its merge policy dropped the deletion): here again, as the parent has it.
-                object.missingWhenLoaded = true
-            }
-            if object.missingWhenLoaded {
-                // Looked for before it was saved: here now (see `reviveIfPresent`).
+            if object.mayReappear {
+                // Looked for before it was saved, or deleted by a save into the parent that
+                // the parent has undone: here now (see `reviveIfPresent`).
                 if reviveIfPresent(object) { touched += 1 }
                 continue
             }

@@ -201,7 +201,7 @@ final class ObjectGraph {
     /// The context's instance for an ID: the registered one, or a new fault.
     func object(with id: ObjectID) -> ManagedObject {
         if let object = registered[id] {
-            if object.missingWhenLoaded { reviveIfPresent(object) }
+            if object.mayReappear { reviveIfPresent(object) }
             return object
         }
         // While a typed key path is read on a probe, its to-one relationships lead to the next
@@ -276,10 +276,14 @@ final class ObjectGraph {
     /// again as any ID, see ``releaseUnreferencedObjects()``).
     @discardableResult
     func reviveIfPresent(_ object: ManagedObject) -> Bool {
-        guard object.missingWhenLoaded, object.lifecycle == .deletedElsewhere,
+        guard object.mayReappear, object.lifecycle == .deletedElsewhere,
               let row = link.sourceView().row(object.objectID)
         else { return false }
         object.missingWhenLoaded = false
+        object.deletionSavedToParent = false
+        // Nothing pending: keys changed before a deletion that was saved are not changes now.
+        object.changedKeys = []
+        object.deletedInConflict = false
         object.storage = row.values
         object.base = row.values
         object.baseVersion = row.version
@@ -328,7 +332,7 @@ final class ObjectGraph {
             return object.storage[index]
         }
         load(object)
-        if object.missingWhenLoaded { reviveIfPresent(object) }
+        if object.mayReappear { reviveIfPresent(object) }
         return object.storage[index]
     }
 
@@ -398,7 +402,7 @@ final class ObjectGraph {
     func write(_ object: ManagedObject, index: Int, value: Value) throws(StoreError) {
         checkAlive(object)
         load(object)
-        if object.missingWhenLoaded { reviveIfPresent(object) }
+        if object.mayReappear { reviveIfPresent(object) }
         let layout = schema.layout.entities[object.entityIndex]
         guard object.lifecycle == .inserted || object.lifecycle == .persistent else {
             if object.missingWhenLoaded {
@@ -761,6 +765,7 @@ final class ObjectGraph {
     func makeTombstone(_ object: ManagedObject) {
         object.lifecycle = .deletedElsewhere
         object.missingWhenLoaded = false
+        object.deletionSavedToParent = false
         object.changedKeys = []
         object.deletedInConflict = false
         setTracking(object)
@@ -862,6 +867,7 @@ final class ObjectGraph {
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
             object.missingWhenLoaded = false
+            object.deletionSavedToParent = false
             object.changedKeys = []
             unpublished.insert(object.objectID)
         }

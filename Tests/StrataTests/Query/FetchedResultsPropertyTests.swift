@@ -772,6 +772,17 @@ final class LiveResultsHarness: @unchecked Sendable {
             }
         case .parentSave:
             _ = try? await parent?.save()
+            if scenario.automaticMerges, parent != nil {
+                // A deletion this context saved into the parent that the parent's save dropped
+                // is announced to it asynchronously, as merges are: wait until it has taken
+                // each such object back before checking.
+                _ = await waitUntil(context, "the context to take back the objects its parent kept") { c in
+                    let view = c.link.sourceView()
+                    return !c.graph.registered.values.contains { object in
+                        object.lifecycle == .deletedElsewhere && object.deletionSavedToParent && view.row(object.objectID) != nil
+                    }
+                }
+            }
         case .other(let changes):
             if isReplaying {
                 await other.perform { o in
