@@ -149,8 +149,16 @@ extension FileIO {
     }
 
     /// Reads a whole file into memory.
+    /// - Throws: ``FileIOError`` with `EFBIG` for a file larger than the machine's physical
+    ///   memory (a store is held in memory, so no such file can be one this machine opens; a
+    ///   hostile sparse file claiming terabytes must not make the reader allocate them).
     public func readAll(_ fd: FileDescriptor, path: String) throws(FileIOError) -> [UInt8] {
-        let size = Int(try retryingInterrupts { () throws(FileIOError) in try self.size(of: fd) })
+        let reported = try retryingInterrupts { () throws(FileIOError) in try self.size(of: fd) }
+        guard reported <= Self.largestWholeRead else {
+            throw FileIOError(operation: "read (the file is \(reported) bytes, more than this machine's \(Self.largestWholeRead) bytes of memory)",
+                              path: path, errno: EFBIG)
+        }
+        let size = Int(reported)
         var bytes = [UInt8](repeating: 0, count: size)
         let result: Result<Int, FileIOError> = bytes.withUnsafeMutableBytes { raw in
             Result { () throws(FileIOError) -> Int in try readFully(fd, into: raw, at: 0) }
@@ -158,6 +166,13 @@ extension FileIO {
         let read = try result.get()
         if read < size { bytes.removeLast(size - read) }
         return bytes
+    }
+
+    /// The largest file ``readAll(_:path:)`` reads: the machine's physical memory.
+    static var largestWholeRead: Int64 {
+        let pages = Int64(sysconf(Int32(_SC_PHYS_PAGES))), pageSize = Int64(sysconf(Int32(_SC_PAGESIZE)))
+        guard pages > 0, pageSize > 0 else { return .max }  // unknown: no bound but the allocator's
+        return pages.multipliedReportingOverflow(by: pageSize).overflow ? .max : pages * pageSize
     }
 
     /// Runs an operation again while it fails with `EINTR`.
