@@ -33,14 +33,23 @@ public final class FetchedResults<Object: ManagedObject> {
     public let sectionKey: String?
     private let entityName: String
     private(set) var bound: BoundRequest
-    /// Narrows the results (combined with the request's predicate); setting it delivers a diff.
+    /// Narrows the results (combined with the request's predicate); setting it delivers a
+    /// diff — or, while updates are suspended, takes effect when they resume (without one,
+    /// as everything that changed meanwhile).
     public var searchPredicate: ObjectPredicate? {
-        didSet { refresh(reportingDiff: true) }
+        didSet {
+            guard !isSuspended else { return }
+            refresh(reportingDiff: true)
+        }
     }
     /// Called with every diff, in the context, in version order.
     public var onChange: ((ResultsDiff) -> Void)?
     /// The current snapshot (IDs), for data sources and tests.
-    public private(set) var snapshot: ResultsSnapshot
+    public private(set) var snapshot: ResultsSnapshot {
+        didSet { positions = nil }
+    }
+    /// Each object's position in the snapshot, built when first asked for after a change.
+    private var positions: [ObjectID: ResultsIndexPath]?
     /// Incremented with every diff delivered.
     public private(set) var version = 0
     private var isSuspended = false
@@ -89,6 +98,22 @@ public final class FetchedResults<Object: ManagedObject> {
     /// The object at a position.
     public func object(at path: ResultsIndexPath) -> Object {
         graph.object(with: snapshot.sections[path.section].ids[path.row], as: Object.self)
+    }
+
+    /// The position of an object in the results, or `nil` if they do not show it.
+    public func indexPath(for object: Object) -> ResultsIndexPath? { indexPath(for: object.objectID) }
+
+    /// The position of the object with this ID in the results, or `nil` if they do not
+    /// show it (`NSFetchedResultsController.indexPath(forObject:)`).
+    public func indexPath(for id: ObjectID) -> ResultsIndexPath? {
+        if let positions { return positions[id] }
+        var built: [ObjectID: ResultsIndexPath] = [:]
+        built.reserveCapacity(snapshot.sections.reduce(0) { $0 + $1.ids.count })
+        for (section, rows) in snapshot.sections.enumerated() {
+            for (row, id) in rows.ids.enumerated() { built[id] = ResultsIndexPath(section: section, row: row) }
+        }
+        positions = built
+        return built[id]
     }
 
     /// Stops delivering diffs (while the user reorders rows by hand).

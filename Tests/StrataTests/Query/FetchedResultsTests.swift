@@ -215,4 +215,56 @@ import Testing
         #expect(versions == [1])
         await f.close()
     }
+
+    @Test("a search predicate set while updates are suspended takes effect on resuming, without a diff")
+    func searchPredicateWhileSuspended() async throws {
+        let f = try ContextFixture(.root)
+        try await seedSongbook(f.store)
+        let (during, after, diffs) = await f.context.perform { c -> ([ObjectID], [ObjectID], Int) in
+            let results = try! c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", sortBy: [SortKey("artistID")]))
+            var diffs = 0
+            results.onChange = { _ in diffs += 1 }
+            results.suspendUpdates()
+            results.searchPredicate = .comparison(Comparison(.key("name"), .beginsWith, .value(.string("t")), options: .caseInsensitive))
+            let during = results.snapshot.sections.flatMap(\.ids)
+            results.resumeUpdates()
+            return (during, results.snapshot.sections.flatMap(\.ids), diffs)
+        }
+        #expect(during.count == 3, "the snapshot stays as it was while suspended")
+        #expect(after.count == 2)  // Two, Three
+        #expect(diffs == 0)
+        await f.close()
+    }
+
+    @Test("the index path of an object is where the results show it, and follows changes")
+    func indexPathOfObject() async throws {
+        let f = try ContextFixture(.root)
+        let o = try await seedSongbook(f.store)
+        let (before, moved, gone, viaObject) = await f.context.perform { c -> ([ResultsIndexPath?], [ResultsIndexPath?], ResultsIndexPath?, Bool) in
+            let results = try! c.fetchedResults(Album.self, request: FetchRequest(entity: "Album", sortBy: [SortKey("albumID")]),
+                                                sectionedBy: "artist.name")
+            let before = [o.x, o.y].map { results.indexPath(for: $0) }
+            let viaObject = [o.x, o.y].allSatisfy { id in
+                results.indexPath(for: c.object(with: id, as: Album.self)) == results.indexPath(for: id)
+            }
+            // Every position the results report holds the object asked for.
+            let consistent = results.snapshot.sections.enumerated().allSatisfy { section, rows in
+                rows.ids.enumerated().allSatisfy { row, id in results.indexPath(for: id) == ResultsIndexPath(section: section, row: row) }
+            }
+            // y moves to x's artist; then x is deleted.
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.x, as: Album.self).artist
+            c.processPendingChanges()
+            let moved = [o.x, o.y].map { results.indexPath(for: $0) }
+            c.delete(c.object(with: o.x, as: Album.self))
+            c.processPendingChanges()
+            return (before, moved, results.indexPath(for: o.x), viaObject && consistent)
+        }
+        #expect(before.allSatisfy { $0 != nil })
+        #expect(before[0] != before[1])
+        #expect(viaObject)
+        #expect(moved[1] != nil && moved[1]?.section == moved[0]?.section, "y is now in x's artist's section")
+        #expect(moved[1] != before[1])
+        #expect(gone == nil, "a deleted object has no position")
+        await f.close()
+    }
 }
