@@ -504,6 +504,9 @@ extension ObjectContext {
         // First: what the merge loads (objects related to one deleted here, which its delete
         // rules reach) is read as of the save.
         if let generation = save.generation { advancePin(to: generation) }
+        // Children following this context's merges take the save themselves; what the merge
+        // does here beyond it, to objects holding changes of their own, they are told apart.
+        let pendingBefore = link.changes.hasSubscribers ? graph.pendingValues() : [:]
         let found = link.measure(.merge, objects: { $0.touched }) {
             let merged = graph.merge(save, policy: mergePolicy)
             // Every object the save touched, for those who follow this context's changes
@@ -518,9 +521,11 @@ extension ObjectContext {
             }
             return merged
         }.conflicts
+        let beyond = pendingBefore.isEmpty ? nil : graph.pendingChanged(since: pendingBefore, author: name)
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }
         link.changes.yield(save)
+        if let beyond { link.changes.yield(beyond) }
         return found
     }
 

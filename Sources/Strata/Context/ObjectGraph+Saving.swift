@@ -744,6 +744,44 @@ extension ObjectGraph {
         return .objects(merged)
     }
 
+    /// The objects holding changes of their own (a child's saves among them), with their
+    /// values: a merge may change them beyond what the merged save says — its policy
+    /// dropping ours, inverses put back, a pending deletion dropped — which the children
+    /// following this context cannot tell from the save (see ``pendingChanged(since:author:)``).
+    func pendingValues() -> [ObjectID: [Value]?] {
+        var values: [ObjectID: [Value]?] = [:]
+        for id in inserted.union(updated) { if let object = registered[id], object.isLoaded { values[id] = object.storage } }
+        for id in deleted { values[id] = .some(nil) }
+        return values
+    }
+
+    /// What a merge changed of the objects that held changes of their own (`before`, from
+    /// ``pendingValues()``), as a did-save of them as they are now: updated with the keys
+    /// whose values changed, inserted where a pending deletion was dropped; `nil` if none
+    /// changed.
+    func pendingChanged(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
+        var updated: [ObjectID] = [], inserted: [ObjectID] = []
+        var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+        for (id, old) in before {
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            let now = object.storage
+            guard let old else {
+                inserted.append(id)  // deleted here before the merge, and no longer
+                values[id] = now
+                continue
+            }
+            let changed = now.indices.filter { now[$0] != old[$0] }
+            guard !changed.isEmpty else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            updated.append(id)
+            changedKeys[id] = changed.map { names[$0] }
+            values[id] = now
+        }
+        guard !updated.isEmpty || !inserted.isEmpty else { return nil }
+        return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.sorted(),
+                       changedKeys: changedKeys, values: values)
+    }
+
     /// Merges another context's save into the objects this context holds: unchanged objects
     /// take the new values; objects with pending changes keep them on top, and keys both
     /// sides changed to different values are conflicts resolved by `policy`. Deleted objects

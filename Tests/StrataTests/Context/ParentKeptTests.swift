@@ -109,6 +109,39 @@ import Testing
         #expect(fetched == [o.y, o.x])
         #expect(results.snapshot.sections.flatMap(\.ids) == [o.y, o.x], "the child's live results order y by the kept title")
     }
+
+    @Test("what the parent's merge did to changes a child saved into it reaches the child that follows the parent",
+          arguments: [MergePolicy.storeWins, .rollback])
+    @MainActor
+    func childFollowsParentsMergeOfItsChanges(policy: MergePolicy) async throws {
+        let f = try await ParentAndChild(policy: policy, childFollows: true)
+        defer { f.directory.remove() }
+        let (o, parent, child) = (f.o, f.parent, f.child)
+        // The child gives y to a2 and saves into the parent: y's artist and a2's albums are
+        // the parent's pending changes now.
+        await child.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await child.save()
+        // Another context gives y to a3 and commits; the parent merges the commit, and its
+        // policy keeps theirs: y goes to a3, and a2 lets go of it — which the commit does
+        // not say (the store's a2 never had y).
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        await other.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await parent.merge(theirs)
+        let inParent = await parent.perform { c in
+            (c.object(with: o.y, as: Album.self).artist?.objectID, c.object(with: o.a2, as: Artist.self).albums.map(\.objectID))
+        }
+        #expect(inParent.0 == o.a3 && inParent.1 == [], "the parent: \(inParent)")
+
+        // The child, which follows the parent's merges, shows y and a2 as the parent does.
+        let same = await waitUntil(child, "the child shows y and a2 as the parent does") { c in
+            c.object(with: o.y, as: Album.self).artist?.objectID == o.a3 && c.object(with: o.a2, as: Artist.self).albums.isEmpty
+        }
+        #expect(same)
+        #expect(child.performAndWait { c in !c.hasChanges })
+    }
 }
 
 /// A store seeded with the songbook, a parent context on it and a child on the main actor

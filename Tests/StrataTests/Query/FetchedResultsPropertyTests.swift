@@ -553,6 +553,33 @@ final class LiveResultsHarness: @unchecked Sendable {
     }
 
     func check(step: Int) async {
+        if scenario.automaticMerges, parent != nil, failure == nil {
+            // A child that follows its parent shows every object it holds unchanged as the
+            // parent does, once the merges in flight have run (they are asynchronous: wait
+            // for its notifications, up to a hard timeout).
+            let stale: @Sendable (isolated ObjectContext) -> [String] = { c in
+                let view = c.link.sourceView()
+                return c.graph.registered.values.compactMap { object in
+                    guard let row = view.row(object.objectID) else { return nil }
+                    if object.lifecycle == .deletedElsewhere, object.deletionSavedToParent { return "\(object.objectID) is deleted, the parent has it" }
+                    guard object.isLoaded, object.lifecycle == .persistent, object.changedKeys.isEmpty, object.storage != row.values else { return nil }
+                    return "\(object.objectID) shows \(object.storage), the parent \(row.values)"
+                }
+            }
+            let changes = context.objectsDidChange()
+            if await !context.perform({ stale($0).isEmpty }) {
+                _ = await returns(within: .seconds(2)) { [context] in
+                    for await _ in changes where await context.perform({ stale($0).isEmpty }) { return true }
+                    return false
+                }
+            }
+            let left = await context.perform { stale($0) }
+            if !left.isEmpty {
+                failure = Failure(step: step, signature: "stale in the child",
+                                  message: "after operation \(step + 1): the child shows objects otherwise than its parent: " + left.sorted().joined(separator: "; "))
+                return
+            }
+        }
         for c in [context] + (parent.map { [$0] } ?? []) {
             let key = ObjectIdentifier(c)
             let mine = watched.filter { $0.context === c }.map(\.watched)
