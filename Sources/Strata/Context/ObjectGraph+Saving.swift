@@ -1064,6 +1064,18 @@ extension ObjectGraph {
         }
         var values = theirs
         for index in keepOurs { values[index] = object.storage[index] }
+        // A relationship change the policy drops may have been a pending deletion's delete
+        // rule taking the deleted object out (an album deleted here leaving its artist's
+        // list): the deletion stays pending, so the object stays out — back in, the next
+        // save sent the deletion with the list still naming it, and the store refused it.
+        var keptOut: [Int] = []
+        for index in object.changedKeys.subtracting(keepOurs) where relationships[object.entityIndex][index] != nil {
+            let pruned = withoutPendingDeletions(values[index])
+            if pruned != values[index] {
+                values[index] = pruned
+                keptOut.append(index)
+            }
+        }
         let valuesChanged = values != before
         for index in object.changedKeys.subtracting(keepOurs) {
             guard let info = relationships[object.entityIndex][index], object.storage[index] != values[index] else { continue }
@@ -1075,11 +1087,21 @@ extension ObjectGraph {
         object.base = theirs
         object.baseVersion = version
         object.mergedRowInConflict = nil
-        object.changedKeys = Set(keepOurs.filter { values[$0] != theirs[$0] })
+        object.changedKeys = Set((Array(keepOurs) + keptOut).filter { values[$0] != theirs[$0] })
         setTracking(object)
         noteChanged(object)
         if valuesChanged { pendingNotification.refreshed.insert(object.objectID) }
         return conflicts
+    }
+
+    /// A relationship value without the objects pending deletion in this context.
+    private func withoutPendingDeletions(_ value: Value) -> Value {
+        func pending(_ id: ObjectID) -> Bool { registered[id]?.lifecycle == .deleted }
+        switch value {
+        case .object(let id) where pending(id): return .null
+        case .objects(let ids) where ids.contains(where: pending): return .objects(ids.filter { !pending($0) })
+        default: return value
+        }
     }
 
     /// Registers an object made outside ``insert(entity:)`` (a child's insert being applied).

@@ -132,6 +132,48 @@ import Testing
         await f.close()
     }
 
+    @Test("a pending nullify deletion stays out of a relationship whose changes the merge policy drops for a conflict elsewhere in the object",
+          arguments: Tier.allCases, Way.all)
+    func droppedChangesKeepNullifiedOut(tier: Tier, way: Way) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        // Y belongs to A2; deleting y takes it out of A2's albums (nullify) — a pending
+        // change of A2's, beside its new name. Another context renames A2: the name
+        // conflicts, and `rollback` drops every change of A2's, the list with it.
+        await f.context.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+        }
+        for context in [f.context] + f.ancestors { try await context.save() }
+        await f.context.perform { c in
+            c.mergePolicy = way.policy
+            c.object(with: o.a2, as: Artist.self).name = "Mine"
+            c.delete(c.object(with: o.y))
+        }
+        // Merged: A2's base (or, under `error`, the row kept for the conflict) has their name.
+        let merged: @Sendable (isolated ObjectContext) -> Bool = { c in
+            let a2 = c.object(with: o.a2)
+            return a2.base?[1] == .string("Theirs") || a2.mergedRowInConflict?.values[1] == .string("Theirs")
+        }
+        try await Self.mergeOtherSave(into: f, way.merging, until: merged) { c in
+            c.object(with: o.a2, as: Artist.self).name = "Theirs"
+        }
+        let (albums, deleted, disagreements) = await f.context.perform { c in
+            (c.object(with: o.a2)["albums"], c.object(with: o.y).isDeleted, relationshipDisagreements(c))
+        }
+        #expect(deleted, "the deletion stays pending")
+        #expect(!albums.refers(to: o.y), "A2 lists the album deleted here again: \(albums)")
+        #expect(disagreements.isEmpty, "\(disagreements)")
+        let refusal = try await Self.saveThrough(f)
+        if let refusal { #expect(refusal.code == .conflict && way.policy == .error, "\(refusal)") }
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        if refusal == nil {
+            #expect(g.object(o.y) == nil, "the deletion is saved")
+            #expect(g.value(o.a2, "albums") == .objects([]))
+        }
+        await f.close()
+    }
+
     @Test("a pending deletion whose deny rule meets an object a merged save related to it refuses the save, naming both",
           arguments: Tier.allCases, Way.all)
     func mergedMemberOfDeny(tier: Tier, way: Way) async throws {
