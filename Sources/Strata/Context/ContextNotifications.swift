@@ -100,6 +100,10 @@ public struct ObjectsDidChange: Sendable, Hashable {
     /// Objects a merged save inserted, changed or deleted, registered here or not (what live
     /// results re-fetch for: an object this context never loaded may now match).
     public var merged: Set<ObjectID> = []
+    /// Of the merged objects not registered in a child context, those its parent shows with
+    /// other values than the save's for every key the save changed: the parent kept its
+    /// own (`contextWins`, `overwrite`), so where the child reads them nothing changed.
+    var mergedUnchanged: Set<ObjectID> = []
 
     /// Creates an empty notification.
     public init() {}

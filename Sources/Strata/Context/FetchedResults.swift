@@ -246,9 +246,10 @@ extension ObjectGraph {
 final class ResultsChange {
     let notification: ObjectsDidChange
     // Merged objects held here that took new values are among the refreshed ones; the
-    // others (not held) changed where this context reads them.
+    // others (not held) changed where this context reads them — unless its parent kept
+    // its own values of them.
     private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed)
-        .union(notification.merged.filter { graph?.registeredObject(for: $0) == nil })
+        .union(notification.merged.filter { graph?.registeredObject(for: $0) == nil && !notification.mergedUnchanged.contains($0) })
     let pendingRows: PendingRows.Cache
     private weak var graph: ObjectGraph?
 

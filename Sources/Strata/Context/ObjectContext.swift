@@ -518,6 +518,7 @@ extension ObjectContext {
                 graph.pendingNotification.merged.formUnion(save.inserted)
                 graph.pendingNotification.merged.formUnion(save.updated)
                 graph.pendingNotification.merged.formUnion(save.deleted)
+                if !link.isRoot { graph.pendingNotification.mergedUnchanged.formUnion(graph.updatesKeptFromView(of: save)) }
             }
             return merged
         }.conflicts

@@ -744,6 +744,21 @@ extension ObjectGraph {
         return .objects(merged)
     }
 
+    /// The objects a save updated that this context does not hold and whose values where it
+    /// reads them (its parent) differ from the save's in every key the save changed: the
+    /// parent's merge kept its own values, so the save changed nothing this context shows.
+    func updatesKeptFromView(of save: DidSave) -> [ObjectID] {
+        let values = save.values, changedKeys = save.changedKeys
+        let view = link.sourceView()
+        return save.updated.filter { id in
+            guard registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty,
+                  let entity = schema.entityIndex(named: id.entity), let row = view.row(id)
+            else { return false }
+            let names = schema.layout.entities[entity].propertyNames
+            return keys.allSatisfy { key in names.firstIndex(of: key).map { row.values[$0] != theirs[$0] } ?? false }
+        }
+    }
+
     /// The objects holding changes of their own (a child's saves among them), with their
     /// values: a merge may change them beyond what the merged save says — its policy
     /// dropping ours, inverses put back, a pending deletion dropped — which the children

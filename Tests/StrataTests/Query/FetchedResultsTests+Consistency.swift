@@ -247,4 +247,42 @@ extension FetchedResultsTests {
         #expect(spurious.isEmpty, "\(spurious)")
         await f.close()
     }
+
+    /// A child's live results show a merged object they do not hold as changed only when its
+    /// parent took the save's values: a parent that kept its own (`contextWins`,
+    /// `overwrite`) changed nothing the child shows, and the child reported an updated row.
+    @Test("a merge whose values the child's parent did not take reports no updated row in the child's live results",
+          arguments: [MergePolicy.overwrite, .contextWins, .storeWins])
+    @MainActor
+    func mergeKeptByParentIsNoUpdate(policy: MergePolicy) async throws {
+        let f = try await ParentAndChild(policy: policy, childFollows: false)
+        defer { f.directory.remove() }
+        let (o, parent, child) = (f.o, f.parent, f.child)
+        let watch = Watch()
+        child.performAndWait { c in watch.start(c, FetchRequest(entity: "Album", sortBy: []), sectionedBy: "artist.name") }
+        // The parent holds a change of y's (the child's saved title); the child holds none.
+        // Another context retitles y too: the parent keeps its title, or takes theirs.
+        await child.perform { c in c.object(with: o.y, as: Album.self).title = "edited" }
+        try await child.save()
+        await child.reset()
+        let y = o.y
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        await other.perform { c in c.object(with: y, as: Album.self).title = "theirs" }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await parent.merge(theirs)
+        let took = await parent.perform { c in c.object(with: y, as: Album.self).title == "theirs" }
+        #expect(took == (policy == .storeWins), "the parent keeps its own y under \(policy)")
+        let before = child.performAndWait { _ in watch.diffs.count }
+        await child.merge(theirs)
+        let (diffs, misfits) = child.performAndWait { _ in (Array(watch.diffs.dropFirst(before)), watch.misfits) }
+        if took {
+            #expect(diffs.flatMap(\.updatedRows).count == 1, "y changed where the child reads it: \(diffs)")
+        } else {
+            #expect(diffs.isEmpty, "nothing the child shows changed: \(diffs)")
+        }
+        #expect(misfits.isEmpty, "\(misfits)")
+        child.performAndWait { _ in watch.results.onChange = nil }
+    }
 }
