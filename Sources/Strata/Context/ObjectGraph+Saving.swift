@@ -748,11 +748,18 @@ extension ObjectGraph {
     /// reads them (its parent) differ from the save's in every key the save changed: the
     /// parent's merge kept its own values, so the save changed nothing this context shows.
     func updatesKeptFromView(of save: DidSave) -> [ObjectID] {
-        let values = save.values, changedKeys = save.changedKeys
         let view = link.sourceView()
+        // Only an ancestor's pending changes can show other values than the save's (the
+        // generation underneath has the save, or not yet): with none, nothing to look at —
+        // a view context merging an import's large saves pays nothing.
+        let layers = view.layers.filter { !$0.isEmpty }
+        guard !layers.isEmpty else { return [] }
+        let values = save.values, changedKeys = save.changedKeys
         return save.updated.filter { id in
-            guard registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty,
-                  let entity = schema.entityIndex(named: id.entity), let row = view.row(id)
+            guard let entity = schema.entityIndex(named: id.entity),
+                  layers.contains(where: { $0.rows[entity][id.number] != nil }),
+                  registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty,
+                  let row = view.row(entity: entity, number: id.number)
             else { return false }
             let names = schema.layout.entities[entity].propertyNames
             return keys.allSatisfy { key in names.firstIndex(of: key).map { row.values[$0] != theirs[$0] } ?? false }
