@@ -284,10 +284,14 @@ public actor ObjectContext {
     // MARK: - Undoing
 
     /// Drops every unsaved change: changed and deleted objects get back the values they
-    /// were read with; inserted objects are removed (they become tombstones).
+    /// were read with; inserted objects are removed (they become tombstones). Child contexts
+    /// that follow this one's changes take what the rollback undid of their saves.
     public func rollback() {
+        let pendingBefore = link.changes.hasSubscribers ? graph.pendingValues() : [:]
         graph.rollback()
+        let undone = pendingBefore.isEmpty ? nil : graph.pendingChanged(since: pendingBefore, author: name)
         processPendingChanges()
+        if let undone { link.changes.yield(undone) }
     }
 
     /// Forgets every object: registered instances become tombstones (their last values

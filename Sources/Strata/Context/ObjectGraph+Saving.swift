@@ -777,15 +777,18 @@ extension ObjectGraph {
         return values
     }
 
-    /// What a merge changed of the objects that held changes of their own (`before`, from
-    /// ``pendingValues()``), as a did-save of them as they are now: updated with the keys
-    /// whose values changed, inserted where a pending deletion was dropped; `nil` if none
-    /// changed.
+    /// What a merge or a rollback changed of the objects that held changes of their own
+    /// (`before`, from ``pendingValues()``), as a did-save of them as they are now: updated
+    /// with the keys whose values changed, inserted where a pending deletion was dropped,
+    /// deleted where a pending insert (or a changed object) is gone; `nil` if none changed.
     func pendingChanged(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
-        var updated: [ObjectID] = [], inserted: [ObjectID] = []
+        var updated: [ObjectID] = [], inserted: [ObjectID] = [], deleted: [ObjectID] = []
         var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
         for (id, old) in before {
-            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else {
+                if old != nil { deleted.append(id) }  // shown before, gone now (an insert rolled back)
+                continue
+            }
             let now = object.storage
             guard let old else {
                 inserted.append(id)  // deleted here before the merge, and no longer
@@ -799,8 +802,8 @@ extension ObjectGraph {
             changedKeys[id] = changed.map { names[$0] }
             values[id] = now
         }
-        guard !updated.isEmpty || !inserted.isEmpty else { return nil }
-        return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.sorted(),
+        guard !updated.isEmpty || !inserted.isEmpty || !deleted.isEmpty else { return nil }
+        return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.sorted(), deleted: deleted.sorted(),
                        changedKeys: changedKeys, values: values)
     }
 

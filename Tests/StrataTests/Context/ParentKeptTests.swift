@@ -142,6 +142,33 @@ import Testing
         #expect(same)
         #expect(child.performAndWait { c in !c.hasChanges })
     }
+
+    @Test("a parent's rollback of what a child saved into it reaches the child that follows the parent")
+    @MainActor
+    func childFollowsParentsRollback() async throws {
+        let f = try await ParentAndChild(policy: .error, childFollows: true)
+        defer { f.directory.remove() }
+        let (o, parent, child) = (f.o, f.parent, f.child)
+        let title = await child.perform { c in c.object(with: o.y, as: Album.self).title }
+        // The child retitles y and inserts an album, and saves both into the parent, which
+        // then drops every unsaved change.
+        let z = await child.perform { c -> ObjectID in
+            c.object(with: o.y, as: Album.self).title = "mine"
+            let z = c.insert(Album.self)
+            z.albumID = 99
+            z.title = "new"
+            return z.objectID
+        }
+        try await child.save()
+        await parent.rollback()
+        let undone = await waitUntil(child, "the child shows y's title and no z, as the parent does") { c in
+            c.object(with: o.y, as: Album.self).title == title && c.object(with: z).isDeleted
+        }
+        #expect(undone)
+        let (pending, fetched) = try child.performAndWait { c in (c.hasChanges, try c.fetchIDs(FetchRequest(entity: "Album"))) }
+        #expect(!pending)
+        #expect(!fetched.contains(z))
+    }
 }
 
 /// A store seeded with the songbook, a parent context on it and a child on the main actor
