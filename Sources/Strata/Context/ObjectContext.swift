@@ -444,18 +444,7 @@ extension ObjectContext {
             // dropped (one of them made it, and holds the object as deleted), values of the
             // store's it kept for conflicting keys. Those following this context's changes
             // take them, as they are here.
-            let names = schema.layout.entities
-            let updated = kept.values.keys.sorted()
-            var changedKeys: [ObjectID: [String]] = [:]
-            for id in updated {
-                guard let entity = schema.entityIndex(named: id.entity) else { continue }
-                changedKeys[id] = kept.values[id]!.map { names[entity].propertyNames[$0] }
-            }
-            let values = Dictionary(uniqueKeysWithValues: (kept.deletions + updated).compactMap { id in
-                graph.registeredObject(for: id).map { (id, $0.storage) }
-            })
-            link.changes.yield(DidSave(transaction: nil, author: name, inserted: kept.deletions, updated: updated,
-                                       changedKeys: changedKeys, values: values))
+            link.changes.yield(graph.announcement(author: name, inserted: kept.deletions, updated: kept.values))
         }
         return (didSave.transaction, resolved)
     }

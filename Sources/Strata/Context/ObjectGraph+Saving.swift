@@ -782,28 +782,35 @@ extension ObjectGraph {
     /// with the keys whose values changed, inserted where a pending deletion was dropped,
     /// deleted where a pending insert (or a changed object) is gone; `nil` if none changed.
     func pendingChanged(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
-        var updated: [ObjectID] = [], inserted: [ObjectID] = [], deleted: [ObjectID] = []
-        var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+        var updated: [ObjectID: [Int]] = [:], inserted: [ObjectID] = [], deleted: [ObjectID] = []
         for (id, old) in before {
             guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else {
                 if old != nil { deleted.append(id) }  // shown before, gone now (an insert rolled back)
                 continue
             }
-            let now = object.storage
             guard let old else {
                 inserted.append(id)  // deleted here before the merge, and no longer
-                values[id] = now
                 continue
             }
-            let changed = now.indices.filter { now[$0] != old[$0] }
-            guard !changed.isEmpty else { continue }
-            let names = schema.layout.entities[object.entityIndex].propertyNames
-            updated.append(id)
-            changedKeys[id] = changed.map { names[$0] }
-            values[id] = now
+            let changed = object.storage.indices.filter { object.storage[$0] != old[$0] }
+            if !changed.isEmpty { updated[id] = changed }
         }
         guard !updated.isEmpty || !inserted.isEmpty || !deleted.isEmpty else { return nil }
-        return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.sorted(), deleted: deleted.sorted(),
+        return announcement(author: author, inserted: inserted, updated: updated, deleted: deleted)
+    }
+
+    /// A did-save (no transaction) of objects as this context shows them now, for the
+    /// children that follow its changes: `updated` with the storage indexes of the keys
+    /// that changed; the values of the inserted and updated ones as they are here.
+    func announcement(author: String, inserted: [ObjectID], updated: [ObjectID: [Int]], deleted: [ObjectID] = []) -> DidSave {
+        var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+        for (id, indexes) in updated {
+            guard let object = registered[id] else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            changedKeys[id] = indexes.map { names[$0] }
+        }
+        for id in inserted + updated.keys { if let object = registered[id] { values[id] = object.storage } }
+        return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.keys.sorted(), deleted: deleted.sorted(),
                        changedKeys: changedKeys, values: values)
     }
 
