@@ -259,8 +259,11 @@ extension ObjectGraph {
                 }
                 values = row.values
                 version = row.version
-                let differing = values.indices.filter { values[$0] != sent[$0] }
-                if !differing.isEmpty { keptValues[object.objectID] = differing }
+                // (An insert is committed as sent: only updates meet merge policies.)
+                if object.lifecycle != .inserted {
+                    let differing = values.indices.filter { values[$0] != sent[$0] }
+                    if !differing.isEmpty { keptValues[object.objectID] = differing }
+                }
             }
             if object.lastChange > capture.stamp, object.lifecycle == .persistent || object.lifecycle == .inserted {
                 // Changed while the save ran. If a merge based it on a state newer than the
