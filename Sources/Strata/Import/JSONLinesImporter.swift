@@ -11,6 +11,8 @@ import Foundation
 ///   earlier in the input) updates that object: only the keys given change. A line may also
 ///   name its object by `"id": "Entity/N"`; a new object then keeps that number when the
 ///   store has not handed it out yet (so a dump imported into a fresh store keeps its IDs).
+///   A line's `"id"` and key must not name two objects: a key held by an object other than
+///   the one its `"id"` names (or by any object, when that `"id"` names none) is an error.
 ///   A reference by ID to an object not seen yet waits for the line that gives that `"id"`.
 /// - Every relationship's inverse is kept in step, as a context would.
 /// - Without a batch size the whole input is one transaction; with one, a transaction is
@@ -272,6 +274,11 @@ public struct JSONLinesImporter {
         if let key, let holder = lookup(key, entity: entity) {
             if let found, found != holder {
                 throw fail("\(e.name) \"\(e.entity.attributes[e.unique!].name)\" = \(key) belongs to \(holder), not \(found)")
+            }
+            if let explicitID, found == nil {
+                // The line names a new object and an existing one's key: which one it means
+                // is not for the importer to guess.
+                throw fail("\(e.name) \"\(e.entity.attributes[e.unique!].name)\" = \(key) belongs to \(holder), not \(explicitID), which does not exist: give \(holder)'s \"id\", or leave \"id\" out to update the object holding the key")
             }
             found = holder
         }

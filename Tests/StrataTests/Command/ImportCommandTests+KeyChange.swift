@@ -5,7 +5,8 @@ import Testing
 
 /// A line that names an object by its `"id"` may give it a new unique key: the key changes
 /// (it used to be ignored without a word), the old key is free for later lines, references
-/// to the new key resolve to it, and a key another object holds is refused.
+/// to the new key resolve to it, and a key another object holds is refused — also by a line
+/// whose "id" names no object.
 extension ImportCommandTests {
     @Test func aLineWithAnIDChangesTheObjectsUniqueKey() async throws {
         let catalog = CatalogStore()
@@ -34,5 +35,18 @@ extension ImportCommandTests {
         #expect(clash.status == 1)
         #expect(clash.errors.contains("clash.jsonl:1"), "\(clash.errors)")
         #expect(try await catalog.generation().object(acdc)?.values[0] == .int(7))
+
+        // So is a line whose "id" names no object while its key belongs to one: it used to
+        // update the key's holder without a word about the "id".
+        let bytes = try catalog.bytes()
+        let unknown = try catalog.file("unknown.jsonl", [
+            #"{"entity": "Tag", "values": {"label": "fine"}}"#,
+            #"{"entity": "Artist", "id": "Artist/90", "values": {"artistID": 2, "name": "Not Motörhead"}}"#,
+        ])
+        let refused = await runTool(["import", catalog.path, unknown])
+        #expect(refused.status == 1)
+        #expect(refused.errors.firstLine.hasPrefix("strata import: \(unknown):2: "), "\(refused.errors)")
+        #expect(refused.errors.firstLine.contains("Artist/90"), "\(refused.errors)")
+        #expect(try catalog.bytes() == bytes)
     }
 }
