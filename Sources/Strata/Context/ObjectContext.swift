@@ -296,9 +296,16 @@ public actor ObjectContext {
 
     /// Forgets every object: registered instances become tombstones (their last values
     /// stay readable), and later requests give fresh instances read from the parent.
+    ///
+    /// Children that follow this context's changes (``automaticallyMergesChanges``) take
+    /// what the reset dropped of what they read through it — the changes they saved into
+    /// it among them: those objects show this context's parent's values again.
     public func reset() {
+        let pendingBefore = link.changes.hasSubscribers ? graph.pendingValues() : [:]
         graph.forgetAll()
+        let dropped = pendingBefore.isEmpty ? nil : graph.pendingDropped(since: pendingBefore, author: name)
         processPendingChanges()
+        if let dropped { link.changes.yield(dropped) }
     }
 
     /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on

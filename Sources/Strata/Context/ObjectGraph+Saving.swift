@@ -802,17 +802,46 @@ extension ObjectGraph {
         return announcement(author: author, inserted: inserted, updated: updated, deleted: deleted)
     }
 
+    /// What a reset dropped of the objects that held changes (`before`, from
+    /// ``pendingValues()``), as a did-save of them as this context's parent (or store) shows
+    /// them now — this context holds none of them any more: updated with the keys whose
+    /// values differ, inserted where a pending deletion was dropped, deleted where a pending
+    /// insert is gone; `nil` if none changed.
+    func pendingDropped(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
+        let view = link.sourceView()
+        var rows: [ObjectID: [Value]] = [:]
+        var updated: [ObjectID: [Int]] = [:], inserted: [ObjectID] = [], deleted: [ObjectID] = []
+        for (id, old) in before {
+            guard let row = view.row(id) else {
+                if old != nil { deleted.append(id) }
+                continue
+            }
+            rows[id] = row.values
+            guard let old else {
+                inserted.append(id)
+                continue
+            }
+            let changed = row.values.indices.filter { row.values[$0] != old[$0] }
+            if !changed.isEmpty { updated[id] = changed }
+        }
+        guard !updated.isEmpty || !inserted.isEmpty || !deleted.isEmpty else { return nil }
+        return announcement(author: author, inserted: inserted, updated: updated, deleted: deleted) { rows[$0] }
+    }
+
     /// A did-save (no transaction) of objects as this context shows them now, for the
     /// children that follow its changes: `updated` with the storage indexes of the keys
-    /// that changed; the values of the inserted and updated ones as they are here.
-    func announcement(author: String, inserted: [ObjectID], updated: [ObjectID: [Int]], deleted: [ObjectID] = []) -> DidSave {
+    /// that changed; the values of the inserted and updated ones as they are here (or as
+    /// `shown` gives them).
+    func announcement(author: String, inserted: [ObjectID], updated: [ObjectID: [Int]], deleted: [ObjectID] = [],
+                      shown: ((ObjectID) -> [Value]?)? = nil) -> DidSave {
+        let shown = shown ?? { [registered] in registered[$0]?.storage }
         var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
         for (id, indexes) in updated {
-            guard let object = registered[id] else { continue }
-            let names = schema.layout.entities[object.entityIndex].propertyNames
+            guard let entity = schema.entityIndex(named: id.entity) else { continue }
+            let names = schema.layout.entities[entity].propertyNames
             changedKeys[id] = indexes.map { names[$0] }
         }
-        for id in inserted + updated.keys { if let object = registered[id] { values[id] = object.storage } }
+        for id in inserted + updated.keys { if let row = shown(id) { values[id] = row } }
         return DidSave(transaction: nil, author: author, inserted: inserted.sorted(), updated: updated.keys.sorted(), deleted: deleted.sorted(),
                        changedKeys: changedKeys, values: values)
     }

@@ -169,6 +169,48 @@ import Testing
         #expect(!pending)
         #expect(!fetched.contains(z))
     }
+
+    @Test("a parent's reset of what a child saved into it reaches the child that follows the parent, and its live results")
+    @MainActor
+    func childFollowsParentsReset() async throws {
+        let f = try await ParentAndChild(policy: .error, childFollows: true)
+        defer { f.directory.remove() }
+        let (o, parent, child) = (f.o, f.parent, f.child)
+        let results = try child.performAndWait { c in
+            try c.fetchedResults(Album.self, request: FetchRequest(entity: "Album", sortBy: [SortKey("albumID")]))
+        }
+        let title = await child.perform { c in c.object(with: o.y, as: Album.self).title }
+        // The child retitles y and inserts z, and saves both into the parent, which then
+        // forgets everything.
+        let z = await child.perform { c -> ObjectID in
+            c.object(with: o.y, as: Album.self).title = "mine"
+            let z = c.insert(Album.self)
+            z.albumID = 99
+            z.title = "new"
+            return z.objectID
+        }
+        try await child.save()
+        #expect(results.snapshot.sections.flatMap(\.ids) == [o.x, o.y, z])
+        await parent.reset()
+        let undone = await waitUntil(child, "the child shows y's title and no z, as the parent does") { c in
+            c.object(with: o.y, as: Album.self).title == title && c.object(with: z).isDeleted
+        }
+        #expect(undone)
+        #expect(results.snapshot.sections.flatMap(\.ids) == [o.x, o.y], "the child's live results drop z")
+        let (pending, fetched) = try child.performAndWait { c in (c.hasChanges, try c.fetchIDs(FetchRequest(entity: "Album"))) }
+        #expect(!pending)
+        #expect(!fetched.contains(z))
+
+        // A deletion the child saved into the parent comes back with the parent's reset.
+        await child.perform { c in c.delete(c.object(with: o.y, as: Album.self)) }
+        try await child.save()
+        #expect(results.snapshot.sections.flatMap(\.ids) == [o.x])
+        await parent.reset()
+        let back = await waitUntil(child, "the child shows y again") { c in !c.object(with: o.y, as: Album.self).isDeleted }
+        #expect(back)
+        #expect(results.snapshot.sections.flatMap(\.ids) == [o.x, o.y], "the child's live results show y again")
+        #expect(child.performAndWait { c in !c.hasChanges })
+    }
 }
 
 /// A store seeded with the songbook, a parent context on it and a child on the main actor
