@@ -26,12 +26,12 @@ struct MergeScalingScenario: Scenario {
                 let background = bench.stack.newBackgroundContext()
                 let merges = bench.viewMerges(savesOf: background)
                 var round = 0
+                let learns = merges ? "merges the commit" : "child save through main"
                 for registered in Self.registeredCounts {
                     var row = [StackName.name(of: preset), String(registered)]
-                    var json: [(key: String, value: JSON)] = [("stack", .string(StackName.name(of: preset))), ("registeredObjects", .int(Int64(registered)))]
-                    var held = 0
                     for changed in Self.changedCounts {
                         var samples: [Double] = []
+                        var held = 0
                         for _ in 0..<options.runs {
                             round += 1
                             let measured = try await Self.measure(bench, background: background, merges: merges, registered: registered, changed: changed, round: round)
@@ -41,12 +41,16 @@ struct MergeScalingScenario: Scenario {
                         let cost = Measure.median(samples)
                         costs[preset, default: [:]][registered, default: [:]][changed] = cost
                         row.append(format(cost))
-                        json.append(("changed\(changed)Ms", number(cost)))
+                        // One result per configuration, with the busy time under the key every
+                        // scenario uses (FORMATS.md §4).
+                        results.append(.object([
+                            ("stack", .string(StackName.name(of: preset))), ("registeredObjects", .int(Int64(registered))),
+                            ("changedObjects", .int(Int64(changed))), ("heldObjects", .int(Int64(held))),
+                            ("mainActorBusySeconds", number(cost / 1000, decimals: 6)), ("howTheViewLearns", .string(learns)),
+                        ]))
                     }
-                    row.append(merges ? "merges the commit" : "child save through main")
+                    row.append(learns)
                     table.append(row)
-                    json.append(("heldObjects", .int(Int64(held))))
-                    results.append(.object(json + [("mainActorBusyMs", .object(Self.changedCounts.map { (String($0), number(costs[preset]![registered]![$0]!)) }))]))
                 }
                 await bench.close()
             } catch {

@@ -69,16 +69,20 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
-    @Test("merge-scaling: the view context holds as many objects as each row says while the save is merged")
+    @Test("merge-scaling: one result per configuration, with its main-actor busy time; the view context holds as many objects as each row says while the save is merged")
     func mergeScalingHoldsWhatItSays() async throws {
         let jsonPath = temporaryPath("merge-scaling.json")
         defer { try? FileManager.default.removeItem(atPath: jsonPath) }
         let result = try await run(["merge-scaling", "--stacks", "hybrid", "--runs", "1", "--json", jsonPath])
         #expect(result.status == 0, "\(result.errors)")
         let rows = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
-        #expect(rows.count == 4)
+        // One row per configuration: 4 registered counts × 2 save sizes, each with the
+        // main actor's busy time under the key every scenario uses.
+        #expect(rows.count == 8)
         for row in rows {
             #expect(row["heldObjects"] as? Int == row["registeredObjects"] as? Int, "\(row)")
+            #expect([1_000, 10_000].contains(row["changedObjects"] as? Int ?? 0), "\(row)")
+            #expect((row["mainActorBusySeconds"] as? Double ?? -1) >= 0, "\(row)")
         }
     }
 
