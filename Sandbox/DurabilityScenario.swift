@@ -26,6 +26,7 @@ struct DurabilityScenario: Scenario {
         var fullSingleP50 = 0.0
         var bytesPerSave = 0.0
         var raw: [[Double]] = []
+        var rawIntoZeros: [[Double]] = []
         var storeCommits: [Int: [Outcome]] = [:]
         let ticksAtStart = Measure.processorTicks()
         for durability in [Durability.full, .relaxed, .none] {
@@ -40,7 +41,8 @@ struct DurabilityScenario: Scenario {
                     outcomes[writers, default: []].append(outcome)
                     if durability == .full && writers == 1 {
                         bytesPerSave = outcome.bytesPerSave
-                        raw.append(try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves))
+                        raw.append(try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves, intoZeros: false))
+                        rawIntoZeros.append(try rawAppendLatencies(bytes: Int(bytesPerSave), count: saves, intoZeros: true))
                     }
                     if durability == .full {
                         storeCommits[writers, default: []].append(try await measure(durability: durability, writers: writers, saves: saves, through: .store))
@@ -73,11 +75,24 @@ struct DurabilityScenario: Scenario {
             ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
         ]))
         table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1", ""])
+        // The journal writes its appends into space it filled with zeros and synced
+        // beforehand (an fsync after a write that grows a file also commits its new size):
+        // the floor for that way of writing, for comparison.
+        let zerosP50 = Measure.median(rawIntoZeros.map { Measure.quantile($0, 0.5) }) * 1000
+        let zerosP99 = Measure.median(rawIntoZeros.map { Measure.quantile($0, 0.99) }) * 1000
+        results.append(.object([
+            ("durability", .string("raw write+fsync into zeros")), ("writers", .int(1)),
+            ("savesPerSecond", number(1000 / max(zerosP50, 1e-9), decimals: 1)),
+            ("latencyMs", .object([("p50", number(zerosP50)), ("p99", number(zerosP99))])),
+            ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
+        ]))
+        table.append(["raw write+fsync into zeros", "1", "", format(zerosP50), format(zerosP99), "1", ""])
         func verdict(_ what: String, rates: [Int: Double], singleP50: Double) -> String {
             let ratio = (rates[4] ?? 0) / max(rates[1] ?? 1, 1e-9)
             let latencyRatio = singleP50 / max(rawP50, 1e-9)
             return "\(what): 4 writers at .full make \(format(ratio))× the saves/s of 1 writer (target ≥ 3×: \(ratio >= 3 ? "holds" : "missed")); "
                 + "one takes \(format(latencyRatio))× a raw append+fsync of its bytes at p50 (target ≤ 1.3×: \(latencyRatio <= 1.3 ? "holds" : "missed"))"
+                + " and \(format(singleP50 / max(zerosP50, 1e-9)))× a write+fsync of them into zero-filled space"
         }
         let steal = Measure.stealPercent(from: ticksAtStart, to: Measure.processorTicks()).map { "; host steal \(format($0))% during the scenario" } ?? ""
         let verdict = verdict("context saves", rates: fullRates, singleP50: fullSingleP50) + "; "
@@ -129,8 +144,10 @@ struct DurabilityScenario: Scenario {
         var processorPerSave: Double
     }
 
-    /// Latencies of `count` appends of `bytes` bytes to a plain file, each followed by fsync.
-    private func rawAppendLatencies(bytes: Int, count: Int) throws -> [Double] {
+    /// Latencies of `count` appends of `bytes` bytes to a plain file, each followed by fsync;
+    /// `intoZeros`: into space written with zeros and synced before the first (the file's
+    /// size does not change), as the journal appends.
+    private func rawAppendLatencies(bytes: Int, count: Int, intoZeros: Bool) throws -> [Double] {
         let directory = Measure.temporaryDirectory("raw")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/raw"
@@ -138,6 +155,12 @@ struct DurabilityScenario: Scenario {
         guard fd >= 0 else { throw StoreError(.io, "cannot create \(path)") }
         defer { close(fd) }
         let buffer = [UInt8](repeating: 0x5A, count: max(bytes, 1))
+        if intoZeros {
+            let zeros = [UInt8](repeating: 0, count: max(bytes, 1) * count)
+            guard zeros.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == zeros.count, fsync(fd) == 0 else {
+                throw StoreError(.io, "cannot fill \(path) with zeros")
+            }
+        }
         var offset: off_t = 0
         var latencies: [Double] = []
         for _ in 0..<count {

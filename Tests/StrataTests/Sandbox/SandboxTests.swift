@@ -223,7 +223,7 @@ import Testing
         }
     }
 
-    @Test("durability: every durability with 1 and 4 writers, the raw floor, and group commit sharing syncs")
+    @Test("durability: every durability with 1 and 4 writers, the raw floors (appending, and into zero-filled space), and group commit sharing syncs")
     func durability() async throws {
         let jsonPath = temporaryPath("durability.json")
         defer { try? FileManager.default.removeItem(atPath: jsonPath) }
@@ -234,7 +234,7 @@ import Testing
         let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
         #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")/\($0["saves"] ?? "-")" }
                 == ["full/1/context", "full/4/context", "relaxed/1/context", "relaxed/4/context", "none/1/context", "none/4/context",
-                    "full/1/store commit", "full/4/store commit", "raw append+fsync/1/-"])
+                    "full/1/store commit", "full/4/store commit", "raw append+fsync/1/-", "raw write+fsync into zeros/1/-"])
         for row in results {
             #expect(row["savesPerSecond"] is NSNumber && row["fsyncsPerSave"] is NSNumber, "\(row)")
             #expect((row["latencyMs"] as? [String: Any]).map { Set($0.keys) } == ["p50", "p99"], "\(row)")
