@@ -1,0 +1,324 @@
+import Foundation
+
+/// Fuzz targets for the journal's reading side: the transaction decoder, and opening a store
+/// whose files are built from arbitrary bytes.
+///
+/// Each target takes any bytes and must return normally: a malformed input is refused with a
+/// typed error, never a crash, hang or runaway allocation. A target traps (and so reports a
+/// crash to the fuzzer) when a promise breaks: a decoded transaction the schema refuses or
+/// that does not encode back to itself; an open that changed a file although it refused the
+/// store or opened it read-only; a store that opened but does not open again to the same
+/// state. `Tests/Fuzz` runs them under libFuzzer; `swift test` replays their seeds and every
+/// input kept from a crash.
+///
+/// The input of ``openStore(_:)`` describes a store directory (the targets frame and
+/// checksum what it gives, so that fuzzing reaches past the checksums):
+///
+/// ```
+/// flags: UInt8           bit 0: a checkpoint file comes first
+/// through: UInt16 (LE)   only with a checkpoint: the transaction it is the state of
+/// chunks                 type: UInt8, length: UInt16 (LE), that many payload bytes —
+///                        one record of that type (any value, known or not) with a valid
+///                        frame and checksum; type 0xFE ends the checkpoint's records and
+///                        starts the segment's; type 0xFF makes the rest of the input raw
+///                        bytes at the end of the current file, unframed
+/// ```
+///
+/// Each file starts with a valid header and schema record; the segment's first transaction
+/// is the one after the checkpoint's (or 1).
+public enum JournalFuzzing {
+    /// Decodes `input` as a transaction record's payload. A decoded record must pass the
+    /// schema's checks or be refused by them with a typed error, and one that passes must
+    /// encode to a payload that decodes to the same record.
+    public static func decodeTransaction(_ input: UnsafeRawBufferPointer) {
+        let codec = Fixture.shared.codec
+        let record: TransactionRecord
+        do throws(DecodeFailure) {
+            record = try codec.decodeTransaction(input)
+        } catch {
+            guard (0...input.count).contains(error.offset) else {
+                preconditionFailure("a decode failure names offset \(error.offset), outside the \(input.count)-byte payload")
+            }
+            return
+        }
+        do throws(StoreError) {
+            try codec.validate(record)
+        } catch {
+            return
+        }
+        var writer = ByteWriter()
+        codec.encodeFrame(record, into: &writer)
+        let again = Array(writer.bytes.dropFirst(RecordFormat.frameHeaderSize)).withUnsafeBytes { raw in
+            Result { () throws(DecodeFailure) in try codec.decodeTransaction(raw) }
+        }
+        guard case .success(let decoded) = again, decoded == record || encodesEqually(decoded, record, codec) else {
+            preconditionFailure("a decoded transaction does not round-trip: \(record)")
+        }
+    }
+
+    /// Opens the store `input` describes (see ``JournalFuzzing``), read-only and then for
+    /// writing, over a file system in memory.
+    ///
+    /// Read-only, and when opening refuses the store, no file may change. A store that opens
+    /// for writing (which cuts a torn tail) must open again with the same state.
+    public static func openStore(_ input: UnsafeRawBufferPointer) {
+        let files = Fixture.shared.files(for: input)
+        let memory = InMemoryFileIO()
+        let directory = Fixture.directory
+        do throws(FileIOError) {
+            try memory.createDirectory(directory)
+            for (name, bytes) in files { try memory.setContents(bytes, of: StoreLayout.join(directory, name)) }
+        } catch {
+            preconditionFailure("the in-memory file system refused the fuzzed store's files: \(error)")
+        }
+        let before = contents(of: memory, files.map(\.name))
+
+        let readOnly = try? Store.open(at: directory, configuration: .init(fileIO: memory, readOnly: true))
+        if let readOnly {
+            let generation = readOnly.currentGeneration
+            _ = generation.integrityProblems(limit: 10)
+            _ = generation.totalCount
+        }
+        withExtendedLifetime(readOnly) {}
+        guard contents(of: memory, files.map(\.name)) == before else {
+            preconditionFailure("opening read-only changed the store's files")
+        }
+
+        let state: (transaction: UInt64, rows: Int)
+        do throws(StoreError) {
+            let store = try Store.open(at: directory, configuration: .init(fileIO: memory, preallocation: 0))
+            let generation = store.currentGeneration
+            state = (generation.transaction, generation.totalCount)
+        } catch {
+            guard contents(of: memory, files.map(\.name)) == before else {
+                preconditionFailure("opening refused the store (\(error.code)) but changed its files")
+            }
+            guard readOnly == nil || error.code == .locked else {
+                preconditionFailure("the store opened read-only but not for writing: \(error)")
+            }
+            return
+        }
+        do throws(StoreError) {
+            let again = try Store.open(at: directory, configuration: .init(fileIO: memory, readOnly: true))
+            let generation = again.currentGeneration
+            guard (generation.transaction, generation.totalCount) == state else {
+                preconditionFailure("the store reopened at transaction \(generation.transaction) with \(generation.totalCount) objects, not \(state.transaction) with \(state.rows)")
+            }
+        } catch {
+            preconditionFailure("the store opened for writing but not again: \(error)")
+        }
+    }
+
+    /// Inputs for ``openStore(_:)`` that describe sound stores — one without a checkpoint,
+    /// one with, one with a torn last record — and for ``decodeTransaction(_:)``, payloads of
+    /// sound transactions: the fuzzer's starting points.
+    public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]]) {
+        let fixture = Fixture.shared
+        let records = Fixture.seedTransactions()
+        let payloads = records.map { record -> [UInt8] in
+            var writer = ByteWriter()
+            fixture.codec.encodeFrame(record, into: &writer)
+            return Array(writer.bytes.dropFirst(RecordFormat.frameHeaderSize))
+        }
+        func chunk(_ type: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [type, UInt8(payload.count & 0xFF), UInt8(payload.count >> 8)] + payload
+        }
+        let transactionType = RecordFormat.RecordType.transaction.rawValue
+        var open: [[UInt8]] = []
+        // The journal alone.
+        open.append([0] + payloads.flatMap { chunk(transactionType, $0) })
+        // A torn last record: the same, with half of the last one's frame raw at the end.
+        open.append([0] + payloads.dropLast().flatMap { chunk(transactionType, $0) } + [0xFF] + Array(payloads.last!.prefix(payloads.last!.count / 2)))
+        // A checkpoint of the first transactions, then the journal after it.
+        let split = 3
+        let checkpoint = fixture.checkpointRecords(of: Array(records.prefix(split)))
+        var withCheckpoint: [UInt8] = [1, UInt8(split & 0xFF), UInt8(split >> 8)]
+        for (type, payload) in checkpoint { withCheckpoint += chunk(type, payload) }
+        withCheckpoint += [0xFE, 0, 0]
+        for payload in payloads.dropFirst(split) { withCheckpoint += chunk(transactionType, payload) }
+        open.append(withCheckpoint)
+        return (open, payloads)
+    }
+
+    private static func contents(of memory: InMemoryFileIO, _ names: [String]) -> [[UInt8]?] {
+        names.map { memory.contents(of: StoreLayout.join(Fixture.directory, $0)) }
+    }
+
+    /// Whether two records encode to the same bytes (a date decoded from its stored form may
+    /// compare unequal to the one encoded while writing the same bytes).
+    private static func encodesEqually(_ a: TransactionRecord, _ b: TransactionRecord, _ codec: RecordCodec) -> Bool {
+        var first = ByteWriter(), second = ByteWriter()
+        codec.encodeFrame(a, into: &first)
+        codec.encodeFrame(b, into: &second)
+        return first.bytes == second.bytes
+    }
+
+    /// The schema, store identity and codec every fuzzed input is read with.
+    final class Fixture: Sendable {
+        static let shared = Fixture()
+        static let directory = "/store"
+
+        let schema: Schema
+        let storeID = UUID(uuid: (0x5E, 0xED, 0xF0, 0x22, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 1))
+        let codec: RecordCodec
+
+        private init() {
+            // Every attribute type, to-one and to-many relationships, each delete rule.
+            do {
+                schema = try Schema("Fuzzed", version: 1, entities: [
+                    Entity("Artist",
+                           attributes: [Attribute("artistID", .int, unique: true), Attribute("name", .string, optional: true, indexed: true),
+                                        Attribute("createdAt", .date, optional: true)],
+                           relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)]),
+                    Entity("Album",
+                           attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string),
+                                        Attribute("rating", .double, optional: true), Attribute("explicit", .bool, default: .bool(false))],
+                           relationships: [Relationship("artist", to: "Artist", inverse: "albums"),
+                                           Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .deny)]),
+                    Entity("Song",
+                           attributes: [Attribute("songID", .uuid, unique: true), Attribute("title", .string),
+                                        Attribute("artwork", .data, optional: true), Attribute("milliseconds", .int, min: .int(0))],
+                           relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+                ])
+            } catch {
+                preconditionFailure("the fuzzing schema is invalid: \(error)")
+            }
+            codec = RecordCodec(schema: schema, storeID: storeID)
+        }
+
+        /// The files of the store `input` describes, by name.
+        func files(for input: UnsafeRawBufferPointer) -> [(name: String, bytes: [UInt8])] {
+            var reader = input[...]
+            func take(_ count: Int) -> ArraySlice<UInt8>? {
+                guard reader.count >= count else { return nil }
+                defer { reader = reader.dropFirst(count) }
+                return ArraySlice(reader.prefix(count))
+            }
+            let flags = take(1)?.first ?? 0
+            var files: [(name: String, bytes: [UInt8])] = []
+            var current: ByteWriter
+            var firstTransaction: UInt64 = 1
+            var inCheckpoint = false
+            if flags & 1 != 0 {
+                let bytes = take(2) ?? [0, 0]
+                let through = UInt64(bytes[bytes.startIndex]) | UInt64(bytes[bytes.startIndex + 1]) << 8
+                firstTransaction = through + 1
+                current = start(.checkpoint, transaction: through)
+                files.append((StoreLayout.checkpointName(through: through), []))
+                inCheckpoint = true
+            } else {
+                current = start(.segment, transaction: 1)
+            }
+            func finishCheckpoint() {
+                files[files.count - 1].bytes = current.bytes
+                current = start(.segment, transaction: firstTransaction)
+                inCheckpoint = false
+            }
+            while let type = take(1)?.first {
+                if type == 0xFF {
+                    current.write(Array(reader))
+                    reader = reader.dropFirst(reader.count)
+                    break
+                }
+                guard let length = take(2) else { break }
+                let count = Int(length[length.startIndex]) | Int(length[length.startIndex + 1]) << 8
+                if type == 0xFE {
+                    if inCheckpoint { finishCheckpoint() }
+                    continue
+                }
+                // A length past the end of the input takes what is left.
+                let payload = take(count) ?? take(reader.count) ?? []
+                frame(type, Array(payload), into: &current)
+            }
+            if inCheckpoint { finishCheckpoint() }
+            files.append((StoreLayout.segmentName(firstTransaction: firstTransaction), current.bytes))
+            files.append((StoreLayout.lockFile, []))
+            return files
+        }
+
+        /// A file's header and schema record.
+        private func start(_ kind: FileHeader.Kind, transaction: UInt64) -> ByteWriter {
+            var writer = ByteWriter(capacity: 4096)
+            FileHeader(kind: kind, formatVersion: RecordFormat.version, storeID: storeID, fingerprint: schema.fingerprint,
+                       transaction: transaction).encode(into: &writer)
+            frame(RecordFormat.RecordType.schema.rawValue, Array(schema.modelFileJSON.text.utf8), into: &writer)
+            return writer
+        }
+
+        /// Appends one record with a valid frame and checksum, whatever its type.
+        private func frame(_ type: UInt8, _ payload: [UInt8], into writer: inout ByteWriter) {
+            writer.writeUInt32(UInt32(payload.count))
+            let checksumAt = writer.count
+            writer.writeUInt32(0)
+            writer.write(type)
+            writer.write(payload)
+            let crc = payload.withUnsafeBytes { raw in
+                RecordFormat.checksum(length: UInt32(payload.count), type: type, payload: raw, seed: codec.seed)
+            }
+            writer.patchUInt32(crc, at: checksumAt)
+        }
+
+        /// The records (type, payload) of a checkpoint of the state `records` leave.
+        func checkpointRecords(of records: [TransactionRecord]) -> [(UInt8, [UInt8])] {
+            var state = ReplayedState()
+            do throws(ReplayError) {
+                for record in records { try state.apply(record) }
+            } catch {
+                preconditionFailure("the fuzzing seed transactions do not replay: \(error)")
+            }
+            let memory = InMemoryFileIO()
+            let written: CheckpointWriter.Written
+            do {
+                try memory.createDirectory(Self.directory)
+                written = try CheckpointWriter(directory: Self.directory, storeID: storeID, schema: schema, codec: codec, io: memory).write(state)
+            } catch {
+                preconditionFailure("the fuzzing seed checkpoint could not be written: \(error)")
+            }
+            guard let bytes = memory.contents(of: written.path) else { preconditionFailure("the fuzzing seed checkpoint vanished") }
+            // Every record after the magic, the header and the schema.
+            var records: [(UInt8, [UInt8])] = []
+            var offset = RecordFormat.magicSize
+            while offset + RecordFormat.frameHeaderSize <= bytes.count {
+                let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+                let type = bytes[offset + 8]
+                let end = offset + RecordFormat.frameHeaderSize + length
+                guard end <= bytes.count else { break }
+                if type != RecordFormat.RecordType.header.rawValue && type != RecordFormat.RecordType.schema.rawValue {
+                    records.append((type, Array(bytes[(offset + RecordFormat.frameHeaderSize)..<end])))
+                }
+                offset = end
+            }
+            return records
+        }
+
+        /// Six sound transactions: inserts of every entity with every value type, an update,
+        /// a relationship change, a deletion.
+        static func seedTransactions() -> [TransactionRecord] {
+            let date = Date(timeIntervalSince1970: 1_700_000_000.125)
+            func id(_ entity: String, _ number: UInt64) -> ObjectID { ObjectID(entity: entity, number: number) }
+            let song = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
+            return [
+                TransactionRecord(number: 1, timestamp: date, author: "seed", inserted: [
+                    RowImage(id: id("Artist", 1), values: [.int(1), .string("AC/DC"), .date(date), .objects([])]),
+                    RowImage(id: id("Artist", 2), values: [.int(2), .null, .null, .objects([])]),
+                ]),
+                TransactionRecord(number: 2, timestamp: date, author: "seed", inserted: [
+                    RowImage(id: id("Album", 1), values: [.int(10), .string("Powerage"), .double(4.5), .bool(true), .object(id("Artist", 1)), .objects([])]),
+                ], updated: [RowUpdate(id: id("Artist", 1), changes: [PropertyChange(index: 3, value: .objects([id("Album", 1)]))])]),
+                TransactionRecord(number: 3, timestamp: date, author: "", inserted: [
+                    RowImage(id: id("Song", 1), values: [.uuid(song), .string("Rock ’n’ Roll Damnation 🎸"), .data(Data([0, 1, 2, 255])), .int(217_000),
+                                                         .object(id("Album", 1))]),
+                ], updated: [RowUpdate(id: id("Album", 1), changes: [PropertyChange(index: 5, value: .objects([id("Song", 1)]))])]),
+                TransactionRecord(number: 4, timestamp: date, author: "seed", updated: [
+                    RowUpdate(id: id("Artist", 2), changes: [PropertyChange(index: 1, value: .string("Motörhead"))]),
+                ]),
+                TransactionRecord(number: 5, timestamp: date, author: "seed", updated: [
+                    RowUpdate(id: id("Album", 1), changes: [PropertyChange(index: 2, value: .null), PropertyChange(index: 4, value: .object(id("Artist", 2)))]),
+                    RowUpdate(id: id("Artist", 1), changes: [PropertyChange(index: 3, value: .objects([]))]),
+                    RowUpdate(id: id("Artist", 2), changes: [PropertyChange(index: 3, value: .objects([id("Album", 1)]))]),
+                ]),
+                TransactionRecord(number: 6, timestamp: date, author: "seed", deleted: [id("Artist", 1)]),
+            ]
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@testable import Strata
+
+/// The fuzz targets' seeds and every input kept from a fuzzer's crash (`Tests/Fuzz/run`,
+/// `Fixtures/fuzz/TARGET/`) run through the targets: none may trap. The seeds describe sound
+/// stores, which open to the state their transactions leave.
+@Suite struct FuzzCorpusTests {
+    static func kept(_ target: String) throws -> [(name: String, bytes: [UInt8])] {
+        let fixtures = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil), "the Fixtures resource is missing")
+        let directory = fixtures.appendingPathComponent("fuzz").appendingPathComponent(target)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return try names.sorted().filter { !$0.hasPrefix(".") }.map { name in
+            (name, [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
+        }
+    }
+
+    @Test func keptInputsAndSeedsOpenOrAreRefused() throws {
+        let inputs = try Self.kept("open").map(\.bytes) + JournalFuzzing.seedInputs().open + [[], [1], [0xFF], [1, 0xFF, 0xFF]]
+        for input in inputs { input.withUnsafeBytes { JournalFuzzing.openStore($0) } }
+    }
+
+    @Test func keptInputsAndSeedsDecodeOrAreRefused() throws {
+        let inputs = try Self.kept("decode").map(\.bytes) + JournalFuzzing.seedInputs().decode + [[], [0], [0xFF]]
+        for input in inputs { input.withUnsafeBytes { JournalFuzzing.decodeTransaction($0) } }
+    }
+
+    /// The seeds are sound stores: without a checkpoint, with one, and with a torn last
+    /// record (which opening cuts).
+    @Test func seedsDescribeSoundStores() throws {
+        let seeds = JournalFuzzing.seedInputs().open
+        #expect(seeds.count == 3)
+        for (seed, expected) in zip(seeds, [(6, true), (5, true), (6, false)]) {
+            let memory = InMemoryFileIO()
+            try memory.createDirectory(JournalFuzzing.Fixture.directory)
+            let files = seed.withUnsafeBytes { JournalFuzzing.Fixture.shared.files(for: $0) }
+            #expect(files.contains { StoreLayout.checkpointTransaction($0.name) != nil } == !expected.1)
+            for (name, bytes) in files { try memory.setContents(bytes, of: StoreLayout.join(JournalFuzzing.Fixture.directory, name)) }
+            let store = try Store.open(at: JournalFuzzing.Fixture.directory, configuration: .init(fileIO: memory, readOnly: true))
+            let generation = store.currentGeneration
+            #expect(generation.transaction == UInt64(expected.0))
+            #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems())")
+        }
+    }
+}
