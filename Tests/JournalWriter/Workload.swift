@@ -17,24 +17,8 @@ import Strata
 /// `Tests/StrataTests/Process`, into the test target: one definition for both sides.
 enum ProcessWorkload {
     /// The schema of the stores the workload writes: the songbook schema of the tests'
-    /// fixtures (the tests check that the fingerprints agree).
-    static let schema: Schema = try! Schema("Songbook", version: 1, entities: [
-        Entity("Artist",
-               attributes: [Attribute("artistID", .int, unique: true),
-                            Attribute("name", .string, optional: true, indexed: true),
-                            Attribute("createdAt", .date, default: .date(Date(timeIntervalSince1970: 1_577_836_800)))],
-               relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)],
-               defaultSort: [SortKey("name")]),
-        Entity("Album",
-               attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string),
-                            Attribute("rating", .double, optional: true), Attribute("explicit", .bool, default: .bool(false))],
-               relationships: [Relationship("artist", to: "Artist", inverse: "albums"),
-                               Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .deny)]),
-        Entity("Song",
-               attributes: [Attribute("songID", .uuid, unique: true), Attribute("title", .string),
-                            Attribute("artwork", .data, optional: true), Attribute("milliseconds", .int, min: .int(0))],
-               relationships: [Relationship("album", to: "Album", inverse: "songs")]),
-    ])
+    /// fixtures, defined once in the library.
+    static let schema: Schema = JournalFuzzing.schema
 
     /// Transaction `n` (1-based) of `seed`.
     static func transaction(_ n: UInt64, seed: UInt64) -> TransactionRecord {

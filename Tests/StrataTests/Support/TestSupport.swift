@@ -19,23 +19,7 @@ struct TemporaryDirectory {
 
 enum Fixtures {
     /// The songbook schema used across tests: every attribute type, to-one, to-many, each delete rule.
-    static let songbook: Schema = try! Schema("Songbook", version: 1, entities: [
-        Entity("Artist",
-               attributes: [Attribute("artistID", .int, unique: true),
-                            Attribute("name", .string, optional: true, indexed: true),
-                            Attribute("createdAt", .date, default: .date(Date(timeIntervalSince1970: 1_577_836_800)))],
-               relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)],
-               defaultSort: [SortKey("name")]),
-        Entity("Album",
-               attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string),
-                            Attribute("rating", .double, optional: true), Attribute("explicit", .bool, default: .bool(false))],
-               relationships: [Relationship("artist", to: "Artist", inverse: "albums"),
-                               Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .deny)]),
-        Entity("Song",
-               attributes: [Attribute("songID", .uuid, unique: true), Attribute("title", .string),
-                            Attribute("artwork", .data, optional: true), Attribute("milliseconds", .int, min: .int(0))],
-               relationships: [Relationship("album", to: "Album", inverse: "songs")]),
-    ])
+    static let songbook: Schema = JournalFuzzing.schema
 
     /// A random value of an attribute type (unicode, empty and large values included).
     static func randomValue(_ type: AttributeType, optional: Bool, using rng: inout SeededGenerator) -> Value {

@@ -153,6 +153,33 @@ public enum JournalFuzzing {
         return first.bytes == second.bytes
     }
 
+    /// The schema fuzzed stores are written with (the songbook: every attribute type, to-one
+    /// and to-many relationships, each delete rule, an indexed attribute, unique keys of
+    /// three types, defaults, a minimum). The project's own journal tests use it too.
+    public static let schema: Schema = {
+        do {
+            return try Schema("Songbook", version: 1, entities: [
+                Entity("Artist",
+                       attributes: [Attribute("artistID", .int, unique: true),
+                                    Attribute("name", .string, optional: true, indexed: true),
+                                    Attribute("createdAt", .date, default: .date(Date(timeIntervalSince1970: 1_577_836_800)))],
+                       relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)],
+                       defaultSort: [SortKey("name")]),
+                Entity("Album",
+                       attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string),
+                                    Attribute("rating", .double, optional: true), Attribute("explicit", .bool, default: .bool(false))],
+                       relationships: [Relationship("artist", to: "Artist", inverse: "albums"),
+                                       Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .deny)]),
+                Entity("Song",
+                       attributes: [Attribute("songID", .uuid, unique: true), Attribute("title", .string),
+                                    Attribute("artwork", .data, optional: true), Attribute("milliseconds", .int, min: .int(0))],
+                       relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+            ])
+        } catch {
+            preconditionFailure("the songbook schema is invalid: \(error)")
+        }
+    }()
+
     /// The schema, store identity and codec every fuzzed input is read with.
     final class Fixture: Sendable {
         static let shared = Fixture()
@@ -163,26 +190,7 @@ public enum JournalFuzzing {
         let codec: RecordCodec
 
         private init() {
-            // Every attribute type, to-one and to-many relationships, each delete rule.
-            do {
-                schema = try Schema("Fuzzed", version: 1, entities: [
-                    Entity("Artist",
-                           attributes: [Attribute("artistID", .int, unique: true), Attribute("name", .string, optional: true, indexed: true),
-                                        Attribute("createdAt", .date, optional: true)],
-                           relationships: [Relationship("albums", to: "Album", inverse: "artist", toMany: true, deleteRule: .cascade)]),
-                    Entity("Album",
-                           attributes: [Attribute("albumID", .int, unique: true), Attribute("title", .string),
-                                        Attribute("rating", .double, optional: true), Attribute("explicit", .bool, default: .bool(false))],
-                           relationships: [Relationship("artist", to: "Artist", inverse: "albums"),
-                                           Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .deny)]),
-                    Entity("Song",
-                           attributes: [Attribute("songID", .uuid, unique: true), Attribute("title", .string),
-                                        Attribute("artwork", .data, optional: true), Attribute("milliseconds", .int, min: .int(0))],
-                           relationships: [Relationship("album", to: "Album", inverse: "songs")]),
-                ])
-            } catch {
-                preconditionFailure("the fuzzing schema is invalid: \(error)")
-            }
+            schema = JournalFuzzing.schema
             codec = RecordCodec(schema: schema, storeID: storeID)
         }
 
@@ -300,7 +308,7 @@ public enum JournalFuzzing {
             return [
                 TransactionRecord(number: 1, timestamp: date, author: "seed", inserted: [
                     RowImage(id: id("Artist", 1), values: [.int(1), .string("AC/DC"), .date(date), .objects([])]),
-                    RowImage(id: id("Artist", 2), values: [.int(2), .null, .null, .objects([])]),
+                    RowImage(id: id("Artist", 2), values: [.int(2), .null, .date(Date(timeIntervalSince1970: 0)), .objects([])]),
                 ]),
                 TransactionRecord(number: 2, timestamp: date, author: "seed", inserted: [
                     RowImage(id: id("Album", 1), values: [.int(10), .string("Powerage"), .double(4.5), .bool(true), .object(id("Artist", 1)), .objects([])]),
