@@ -143,45 +143,30 @@ import Testing
         #expect(child.performAndWait { c in !c.hasChanges })
     }
 
-    @Test("a parent's rollback of what a child saved into it reaches the child that follows the parent")
-    @MainActor
-    func childFollowsParentsRollback() async throws {
-        let f = try await ParentAndChild(policy: .error, childFollows: true)
-        defer { f.directory.remove() }
-        let (o, parent, child) = (f.o, f.parent, f.child)
-        let title = await child.perform { c in c.object(with: o.y, as: Album.self).title }
-        // The child retitles y and inserts an album, and saves both into the parent, which
-        // then drops every unsaved change.
-        let z = await child.perform { c -> ObjectID in
-            c.object(with: o.y, as: Album.self).title = "mine"
-            let z = c.insert(Album.self)
-            z.albumID = 99
-            z.title = "new"
-            return z.objectID
-        }
-        try await child.save()
-        await parent.rollback()
-        let undone = await waitUntil(child, "the child shows y's title and no z, as the parent does") { c in
-            c.object(with: o.y, as: Album.self).title == title && c.object(with: z).isDeleted
-        }
-        #expect(undone)
-        let (pending, fetched) = try child.performAndWait { c in (c.hasChanges, try c.fetchIDs(FetchRequest(entity: "Album"))) }
-        #expect(!pending)
-        #expect(!fetched.contains(z))
+    /// How a parent drops the changes a child saved into it.
+    enum Drop: String, CaseIterable, Sendable {
+        case rollback, reset
     }
 
-    @Test("a parent's reset of what a child saved into it reaches the child that follows the parent, and its live results")
+    @Test("a parent's rollback or reset of what a child saved into it reaches the child that follows the parent, and its live results",
+          arguments: Drop.allCases)
     @MainActor
-    func childFollowsParentsReset() async throws {
+    func childFollowsParentsDrop(_ drop: Drop) async throws {
         let f = try await ParentAndChild(policy: .error, childFollows: true)
         defer { f.directory.remove() }
         let (o, parent, child) = (f.o, f.parent, f.child)
+        func dropInParent() async {
+            switch drop {
+            case .rollback: await parent.rollback()
+            case .reset: await parent.reset()
+            }
+        }
         let results = try child.performAndWait { c in
             try c.fetchedResults(Album.self, request: FetchRequest(entity: "Album", sortBy: [SortKey("albumID")]))
         }
         let title = await child.perform { c in c.object(with: o.y, as: Album.self).title }
         // The child retitles y and inserts z, and saves both into the parent, which then
-        // forgets everything.
+        // drops them.
         let z = await child.perform { c -> ObjectID in
             c.object(with: o.y, as: Album.self).title = "mine"
             let z = c.insert(Album.self)
@@ -191,7 +176,7 @@ import Testing
         }
         try await child.save()
         #expect(results.snapshot.sections.flatMap(\.ids) == [o.x, o.y, z])
-        await parent.reset()
+        await dropInParent()
         let undone = await waitUntil(child, "the child shows y's title and no z, as the parent does") { c in
             c.object(with: o.y, as: Album.self).title == title && c.object(with: z).isDeleted
         }
@@ -201,11 +186,11 @@ import Testing
         #expect(!pending)
         #expect(!fetched.contains(z))
 
-        // A deletion the child saved into the parent comes back with the parent's reset.
+        // A deletion the child saved into the parent comes back with it.
         await child.perform { c in c.delete(c.object(with: o.y, as: Album.self)) }
         try await child.save()
         #expect(results.snapshot.sections.flatMap(\.ids) == [o.x])
-        await parent.reset()
+        await dropInParent()
         let back = await waitUntil(child, "the child shows y again") { c in !c.object(with: o.y, as: Album.self).isDeleted }
         #expect(back)
         #expect(results.snapshot.sections.flatMap(\.ids) == [o.x, o.y], "the child's live results show y again")
