@@ -1,7 +1,7 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// libFuzzer over the journal's reading side (`JournalFuzzing`), built apart from the
+// libFuzzer over the journal's reading side (`FuzzTargets`), built apart from the
 // main package because it links libFuzzer's driver. Build and run them with
 // `Tests/Fuzz/run`, which instruments every module (Strata's too) for the fuzzer.
 

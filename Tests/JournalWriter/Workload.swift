@@ -18,7 +18,7 @@ import Strata
 enum ProcessWorkload {
     /// The schema of the stores the workload writes: the songbook schema of the tests'
     /// fixtures, defined once in the library.
-    static let schema: Schema = JournalFuzzing.schema
+    static let schema: Schema = FuzzTargets.schema
 
     /// Transaction `n` (1-based) of `seed`.
     static func transaction(_ n: UInt64, seed: UInt64) -> TransactionRecord {

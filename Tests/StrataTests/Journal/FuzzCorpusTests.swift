@@ -17,27 +17,32 @@ import Testing
     }
 
     @Test func keptInputsAndSeedsOpenOrAreRefused() throws {
-        let inputs = try Self.kept("open").map(\.bytes) + JournalFuzzing.seedInputs().open + [[], [1], [0xFF], [1, 0xFF, 0xFF]]
-        for input in inputs { input.withUnsafeBytes { JournalFuzzing.openStore($0) } }
+        let inputs = try Self.kept("open").map(\.bytes) + FuzzTargets.seedInputs().open + [[], [1], [0xFF], [1, 0xFF, 0xFF]]
+        for input in inputs { input.withUnsafeBytes { FuzzTargets.openStore($0) } }
     }
 
     @Test func keptInputsAndSeedsDecodeOrAreRefused() throws {
-        let inputs = try Self.kept("decode").map(\.bytes) + JournalFuzzing.seedInputs().decode + [[], [0], [0xFF]]
-        for input in inputs { input.withUnsafeBytes { JournalFuzzing.decodeTransaction($0) } }
+        let inputs = try Self.kept("decode").map(\.bytes) + FuzzTargets.seedInputs().decode + [[], [0], [0xFF]]
+        for input in inputs { input.withUnsafeBytes { FuzzTargets.decodeTransaction($0) } }
+    }
+
+    @Test func keptInputsAndSeedsParseAsJSONOrAreRefused() throws {
+        let inputs = try Self.kept("json").map(\.bytes) + FuzzTargets.seedInputs().json + [[], Array("1e999".utf8), Array("\"\\ud800\"".utf8)]
+        for input in inputs { input.withUnsafeBytes { FuzzTargets.parseJSON($0) } }
     }
 
     /// The seeds are sound stores: without a checkpoint, with one, and with a torn last
     /// record (which opening cuts).
     @Test func seedsDescribeSoundStores() throws {
-        let seeds = JournalFuzzing.seedInputs().open
+        let seeds = FuzzTargets.seedInputs().open
         #expect(seeds.count == 3)
         for (seed, expected) in zip(seeds, [(6, true), (5, true), (6, false)]) {
             let memory = InMemoryFileIO()
-            try memory.createDirectory(JournalFuzzing.Fixture.directory)
-            let files = seed.withUnsafeBytes { JournalFuzzing.Fixture.shared.files(for: $0) }
+            try memory.createDirectory(FuzzTargets.Fixture.directory)
+            let files = seed.withUnsafeBytes { FuzzTargets.Fixture.shared.files(for: $0) }
             #expect(files.contains { StoreLayout.checkpointTransaction($0.name) != nil } == !expected.1)
-            for (name, bytes) in files { try memory.setContents(bytes, of: StoreLayout.join(JournalFuzzing.Fixture.directory, name)) }
-            let store = try Store.open(at: JournalFuzzing.Fixture.directory, configuration: .init(fileIO: memory, readOnly: true))
+            for (name, bytes) in files { try memory.setContents(bytes, of: StoreLayout.join(FuzzTargets.Fixture.directory, name)) }
+            let store = try Store.open(at: FuzzTargets.Fixture.directory, configuration: .init(fileIO: memory, readOnly: true))
             let generation = store.currentGeneration
             #expect(generation.transaction == UInt64(expected.0))
             #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems())")

@@ -19,7 +19,7 @@ struct TemporaryDirectory {
 
 enum Fixtures {
     /// The songbook schema used across tests: every attribute type, to-one, to-many, each delete rule.
-    static let songbook: Schema = JournalFuzzing.schema
+    static let songbook: Schema = FuzzTargets.schema
 
     /// A random value of an attribute type (unicode, empty and large values included).
     static func randomValue(_ type: AttributeType, optional: Bool, using rng: inout SeededGenerator) -> Value {

@@ -1,18 +1,19 @@
 import Foundation
 import Strata
 
-// libFuzzer drives one of `JournalFuzzing`'s targets, named by `STRATA_FUZZ_TARGET`: `open`
-// (opening the store each input describes) or `decode` (decoding each input as a
-// transaction payload). With `STRATA_FUZZ_SEEDS` set, that target's seed inputs are written
+// libFuzzer drives one of `FuzzTargets`'s targets, named by `STRATA_FUZZ_TARGET`: `open`
+// (opening the store each input describes), `decode` (decoding each input as a transaction
+// payload) or `json` (parsing each input as JSON). With `STRATA_FUZZ_SEEDS` set, that target's seed inputs are written
 // into the directory it names first.
 let environment = ProcessInfo.processInfo.environment
-let seeds = JournalFuzzing.seedInputs()
+let seeds = FuzzTargets.seedInputs()
 let (chosen, seedInputs): ((UnsafeRawBufferPointer) -> Void, [[UInt8]])
 switch environment["STRATA_FUZZ_TARGET"] {
-case "open": (chosen, seedInputs) = (JournalFuzzing.openStore, seeds.open)
-case "decode": (chosen, seedInputs) = (JournalFuzzing.decodeTransaction, seeds.decode)
+case "open": (chosen, seedInputs) = (FuzzTargets.openStore, seeds.open)
+case "decode": (chosen, seedInputs) = (FuzzTargets.decodeTransaction, seeds.decode)
+case "json": (chosen, seedInputs) = (FuzzTargets.parseJSON, seeds.json)
 default:
-    FileHandle.standardError.write(Data("strata-fuzz: set STRATA_FUZZ_TARGET to open or decode (Tests/Fuzz/run does)\n".utf8))
+    FileHandle.standardError.write(Data("strata-fuzz: set STRATA_FUZZ_TARGET to open, decode or json (Tests/Fuzz/run does)\n".utf8))
     exit(2)
 }
 if let directory = environment["STRATA_FUZZ_SEEDS"] {

@@ -1,15 +1,16 @@
 import Foundation
 
-/// Fuzz targets for the journal's reading side: the transaction decoder, and opening a store
-/// whose files are built from arbitrary bytes.
+/// Fuzz targets for what reads untrusted bytes: the journal's transaction decoder, opening a
+/// store whose files are built from arbitrary bytes, and the JSON parser (import files, model
+/// files).
 ///
 /// Each target takes any bytes and must return normally: a malformed input is refused with a
 /// typed error, never a crash, hang or runaway allocation. A target traps (and so reports a
 /// crash to the fuzzer) when a promise breaks: a decoded transaction the schema refuses or
 /// that does not encode back to itself; an open that changed a file although it refused the
 /// store or opened it read-only; a store that opened but does not open again to the same
-/// state. `Tests/Fuzz` runs them under libFuzzer; `swift test` replays their seeds and every
-/// input kept from a crash.
+/// state; JSON whose written text does not parse back to it. `Tests/Fuzz` runs them under
+/// libFuzzer; `swift test` replays their seeds and every input kept from a crash.
 ///
 /// The input of ``openStore(_:)`` describes a store directory (the targets frame and
 /// checksum what it gives, so that fuzzing reaches past the checksums):
@@ -26,7 +27,7 @@ import Foundation
 ///
 /// Each file starts with a valid header and schema record; the segment's first transaction
 /// is the one after the checkpoint's (or 1).
-public enum JournalFuzzing {
+public enum FuzzTargets {
     /// Decodes `input` as a transaction record's payload. A decoded record must pass the
     /// schema's checks or be refused by them with a typed error, and one that passes must
     /// encode to a payload that decodes to the same record.
@@ -56,7 +57,7 @@ public enum JournalFuzzing {
         }
     }
 
-    /// Opens the store `input` describes (see ``JournalFuzzing``), read-only and then for
+    /// Opens the store `input` describes (see ``FuzzTargets``), read-only and then for
     /// writing, over a file system in memory.
     ///
     /// Read-only, and when opening refuses the store, no file may change. A store that opens
@@ -109,10 +110,27 @@ public enum JournalFuzzing {
         }
     }
 
+    /// Parses `input` as JSON. A document that parses must write text that parses back to an
+    /// equal document and is written the same again.
+    public static func parseJSON(_ input: UnsafeRawBufferPointer) {
+        guard let document = try? JSON.parse(input) else { return }
+        let text = document.text
+        let again: JSON
+        do throws(JSONParseError) {
+            again = try JSON.parse(text)
+        } catch {
+            preconditionFailure("JSON written as \(text) does not parse: \(error)")
+        }
+        guard again == document, again.text == text else {
+            preconditionFailure("JSON written as \(text) parses to \(again.text)")
+        }
+    }
+
     /// Inputs for ``openStore(_:)`` that describe sound stores — one without a checkpoint,
     /// one with, one with a torn last record — and for ``decodeTransaction(_:)``, payloads of
-    /// sound transactions: the fuzzer's starting points.
-    public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]]) {
+    /// sound transactions, and for ``parseJSON(_:)``, import lines and JSON's corners: the
+    /// fuzzer's starting points.
+    public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]], json: [[UInt8]]) {
         let fixture = Fixture.shared
         let records = Fixture.seedTransactions()
         let payloads = records.map { record -> [UInt8] in
@@ -137,7 +155,12 @@ public enum JournalFuzzing {
         withCheckpoint += [0xFE, 0, 0]
         for payload in payloads.dropFirst(split) { withCheckpoint += chunk(transactionType, payload) }
         open.append(withCheckpoint)
-        return (open, payloads)
+        let json = [
+            #"{"entity": "Album", "values": {"albumID": 1, "title": "Let There Be Rock", "artist": 1, "rating": 4.5, "explicit": false}}"#,
+            #"{"entity":"Song","id":"Song/2","values":{"songID":"01020304-0506-0708-090A-0B0C0D0E0F10","artwork":"AAEC/w==","tags":[1,2.5e-3,-0.0,null,true]}}"#,
+            #"["\u00e9\ud83c\udfb8 \"quoted\" \\ \n\t", 12345678901234567890, -9223372036854775808, 1E300, {"": []}]"#,
+        ].map { Array($0.utf8) }
+        return (open, payloads, json)
     }
 
     private static func contents(of memory: InMemoryFileIO, _ names: [String]) -> [[UInt8]?] {
@@ -190,7 +213,7 @@ public enum JournalFuzzing {
         let codec: RecordCodec
 
         private init() {
-            schema = JournalFuzzing.schema
+            schema = FuzzTargets.schema
             codec = RecordCodec(schema: schema, storeID: storeID)
         }
 
