@@ -126,10 +126,9 @@ public enum FuzzTargets {
         }
     }
 
-    /// Inputs for ``openStore(_:)`` that describe sound stores — one without a checkpoint,
-    /// one with, one with a torn last record — and for ``decodeTransaction(_:)``, payloads of
-    /// sound transactions, and for ``parseJSON(_:)``, import lines and JSON's corners: the
-    /// fuzzer's starting points.
+    /// The fuzzer's starting points: for ``openStore(_:)``, sound stores (without a
+    /// checkpoint, with a torn last record, with a checkpoint); for ``decodeTransaction(_:)``,
+    /// payloads of sound transactions; for ``parseJSON(_:)``, import lines and JSON's corners.
     public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]], json: [[UInt8]]) {
         let fixture = Fixture.shared
         let records = Fixture.seedTransactions()
