@@ -127,7 +127,7 @@ public struct JSONLinesImporter {
         held = schema.entities.map { _ in [] }
         pending = schema.entities.map { _ in [:] }
         dense = schema.entities.map { _ in [] }
-        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
+        denseBase = store.numbers.withLock { $0.allocated.map { $0 + 1 } }
         summary.lastTransaction = head.transaction
     }
 
@@ -567,7 +567,7 @@ public struct JSONLinesImporter {
 
     /// Whether a line may still create an object with this ID (by `"id"`).
     private func canCreate(_ id: ObjectID, entity: Int) -> Bool {
-        held[entity].contains(id.number) || store.commitState.withLock { id.number > $0.allocated[entity] }
+        held[entity].contains(id.number) || store.numbers.withLock { id.number > $0.allocated[entity] }
     }
 
     /// The waiting references that still stand.
@@ -798,7 +798,7 @@ public struct JSONLinesImporter {
         for entity in dense.indices { dense[entity].removeAll(keepingCapacity: true) }
         members.removeAll()
         ranks.removeAll()
-        denseBase = store.commitState.withLock { $0.allocated.map { $0 + 1 } }
+        denseBase = store.numbers.withLock { $0.allocated.map { $0 + 1 } }
         for entity in keyIndex.indices { keyIndex[entity].removeAll(keepingCapacity: true) }
     }
 }

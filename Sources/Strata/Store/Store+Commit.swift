@@ -37,7 +37,7 @@ extension Store {
         try journal.checkAccepting()
         let (notification, generation, resolved, turn) = try commitState.withLock {
             (s) throws(StoreError) -> (CommitNotification?, Generation, [Conflict], Journal.AppendTurn) in
-            let plan = try CommitPlan(changes: changes, head: s.head, unused: s.unused)
+            let plan = try CommitPlan(changes: changes, head: s.head, numbers: numbers)
             let record = plan.record(number: s.head.transaction + 1)
             // The merge policy may have dropped every change: then there is nothing to commit.
             if record.isEmpty { return (nil, s.head, plan.resolved, .none) }
@@ -66,7 +66,7 @@ extension Store {
                 throw error
             }
             s.head = next
-            plan.useInsertedNumbers(&s.unused)
+            numbers.withLock { plan.useInsertedNumbers(&$0.unused) }
             return (notification, next, plan.resolved, turn)
         }
         // Outside the commit lock: others commit meanwhile.
@@ -91,11 +91,13 @@ struct CommitPlan {
     private(set) var deletions: [ObjectID] = []
     private(set) var resolved: [Conflict] = []
 
-    init(changes: ChangeSet, head: Generation, unused: [UnusedNumbers]) throws(StoreError) {
+    /// Checks the change set's identities against the numbers handed out (under their
+    /// lock, only for that), then resolves its conflicts.
+    init(changes: ChangeSet, head: Generation, numbers: Locked<Store.ObjectNumbers>) throws(StoreError) {
         self.changes = changes
         self.head = head
         self.schema = head.schema
-        try checkIdentities(unused: unused)
+        try numbers.withLock { (n) throws(StoreError) in try checkIdentities(unused: n.unused) }
         try resolveConflicts()
     }
 

@@ -27,8 +27,14 @@ public final class Store: Sendable {
     /// The journal underneath.
     public let journal: Journal
 
-    /// What commits change; taken before the journal's lock and before `pending`.
+    /// What commits change; taken before the journal's lock, `numbers` and `pending`.
     let commitState: Locked<CommitState>
+    /// The object numbers handed out and not yet inserted: its own lock (taken after
+    /// `commitState` by committers, briefly, and alone by everyone handing out IDs), so that
+    /// a context inserting an object never waits for another's commit being checked — on a
+    /// virtual machine a thread put to sleep on a lock takes as long to wake as a small
+    /// commit takes to check.
+    let numbers: Locked<ObjectNumbers>
     /// Generations waiting for durability before they are published, oldest first. Its own
     /// lock (taken after `commitState` by committers, alone by the publisher), so that the
     /// journal's writer publishing a batch never waits for a commit being checked.
@@ -61,6 +67,10 @@ public final class Store: Sendable {
     struct CommitState: Sendable {
         /// The newest generation, including commits not yet durable (what commits are checked against).
         var head: Generation
+    }
+
+    /// The object numbers a store has handed out.
+    struct ObjectNumbers: Sendable {
         /// The highest object number handed out per entity (by storage index).
         var allocated: [UInt64]
         /// Per entity, the numbers this store handed out that no commit has inserted yet:
@@ -78,8 +88,9 @@ public final class Store: Sendable {
 
     private init(journal: Journal, generation: Generation) {
         self.journal = journal
-        self.commitState = Locked(CommitState(head: generation, allocated: generation.highestNumbers,
-                                              unused: Array(repeating: UnusedNumbers(), count: generation.highestNumbers.count)))
+        self.commitState = Locked(CommitState(head: generation))
+        self.numbers = Locked(ObjectNumbers(allocated: generation.highestNumbers,
+                                            unused: Array(repeating: UnusedNumbers(), count: generation.highestNumbers.count)))
         self.published = Locked(generation)
         self.publishing = Locked(generation.transaction)
         // Publish on the journal's writer queue as soon as a batch is durable: committers
@@ -140,13 +151,13 @@ public final class Store: Sendable {
         }
         precondition(count >= 0, "allocateObjectIDs: count \(count) is negative")
         let name = schema.entities[index].name
-        let first = commitState.withLock { s in s.allocate(UInt64(count), entity: index) }
+        let first = numbers.withLock { n in n.allocate(UInt64(count), entity: index) }
         return (0..<UInt64(count)).map { ObjectID(entity: name, number: first + $0) }
     }
 
     /// Hands out one new object ID (the fast path of ``allocateObjectIDs(for:count:)``).
     func allocateObjectID(entity index: Int) -> ObjectID {
-        let number = commitState.withLock { s in s.allocate(1, entity: index) }
+        let number = numbers.withLock { n in n.allocate(1, entity: index) }
         return ObjectID(entity: schema.layout.entities[index].name, number: number)
     }
 
@@ -154,10 +165,10 @@ public final class Store: Sendable {
     /// number at or above it has been handed out for the entity: the numbers skipped are
     /// never used.
     func reserveObjectNumber(_ number: UInt64, entity index: Int) -> Bool {
-        commitState.withLock { s in
-            guard number > s.allocated[index] else { return false }
-            s.allocated[index] = number
-            s.unused[index].add(number..<number + 1)
+        numbers.withLock { n in
+            guard number > n.allocated[index] else { return false }
+            n.allocated[index] = number
+            n.unused[index].add(number..<number + 1)
             return true
         }
     }
