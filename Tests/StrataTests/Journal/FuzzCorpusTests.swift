@@ -31,6 +31,32 @@ import Testing
         for input in inputs { input.withUnsafeBytes { FuzzTargets.parseJSON($0) } }
     }
 
+    /// (The target waits for the import on its calling thread: a thread of its own here,
+    /// never one of the concurrency pool's few.)
+    @Test func keptInputsAndSeedsImportOrAreRefusedWithTheStoreUnchanged() async throws {
+        let inputs = try Self.kept("import").map(\.bytes) + FuzzTargets.seedInputs().importLines + [[], Array("{}".utf8), Array("\n\n".utf8)]
+        try await onOwnThread {
+            for input in inputs { input.withUnsafeBytes { FuzzTargets.importLines($0) } }
+        }
+    }
+
+    /// The import seeds are imports that succeed (a seed refused would start the fuzzer on
+    /// the error path only).
+    @Test func importSeedsSucceed() async throws {
+        for seed in FuzzTargets.seedInputs().importLines {
+            let directory = TemporaryDirectory("strata-fuzz-seed")
+            defer { directory.remove() }
+            try Data(seed).write(to: URL(fileURLWithPath: directory.appending("seed.jsonl")))
+            let store = try Store.create(at: directory.appending("store"), schema: FuzzTargets.schema, configuration: .init(durability: .none))
+            try await store.commit(FuzzTargets.Fixture.importBase(store))
+            var importer = JSONLinesImporter(store: store)
+            let summary = try await importer.run(try JSONLinesReader(path: directory.appending("seed.jsonl")))
+            #expect(summary.transactions == 1, "\(String(decoding: seed, as: UTF8.self))")
+            #expect(store.currentGeneration.integrityProblems().isEmpty)
+            await store.close()
+        }
+    }
+
     /// The seeds are sound stores: without a checkpoint, with one, and with a torn last
     /// record (which opening cuts).
     @Test func seedsDescribeSoundStores() throws {

@@ -1,15 +1,16 @@
 import Foundation
 
 /// Fuzz targets for what reads untrusted bytes: the journal's transaction decoder, opening a
-/// store whose files are built from arbitrary bytes, and the JSON parser (import files, model
-/// files).
+/// store whose files are built from arbitrary bytes, the JSON parser (import files, model
+/// files), and the JSON Lines importer.
 ///
 /// Each target takes any bytes and must return normally: a malformed input is refused with a
 /// typed error, never a crash, hang or runaway allocation. A target traps (and so reports a
 /// crash to the fuzzer) when a promise breaks: a decoded transaction the schema refuses or
 /// that does not encode back to itself; an open that changed a file although it refused the
 /// store or opened it read-only; a store that opened but does not open again to the same
-/// state; JSON whose written text does not parse back to it. `Tests/Fuzz` runs them under
+/// state; JSON whose written text does not parse back to it; an import that leaves the
+/// store with an integrity problem, or that failed and changed it. `Tests/Fuzz` runs them under
 /// libFuzzer; `swift test` replays their seeds and every input kept from a crash.
 ///
 /// The input of ``openStore(_:)`` describes a store directory (the targets frame and
@@ -126,10 +127,54 @@ public enum FuzzTargets {
         }
     }
 
+    /// Imports `input` as JSON Lines, in one transaction, into a store in memory holding a
+    /// few songbook objects. An import that succeeds must leave a store with no integrity
+    /// problem (inverses, unique keys, required values, references); one that fails must
+    /// leave it as it was.
+    public static func importLines(_ input: UnsafeRawBufferPointer) {
+        let path = Fixture.importPath
+        guard let file = fopen(path, "w") else { preconditionFailure("cannot write the fuzzed import to \(path)") }
+        if input.count > 0 { fwrite(input.baseAddress, 1, input.count, file) }
+        fclose(file)
+        let outcome = Fixture.blocking { () async -> (before: UInt64, after: Generation, failure: JSONLinesImporter.ImportError?) in
+            let store: Store
+            do throws(StoreError) {
+                store = try Store.create(at: Fixture.directory, schema: FuzzTargets.schema,
+                                         configuration: .init(durability: .none, fileIO: InMemoryFileIO(), preallocation: 0))
+                try await store.commit(Fixture.importBase(store))
+            } catch {
+                preconditionFailure("the fuzzed import's store could not be made: \(error)")
+            }
+            let before = store.currentGeneration.transaction
+            let reader: JSONLinesReader
+            do throws(JSONLinesReader.ReadError) {
+                reader = try JSONLinesReader(path: path, chunkSize: 256)
+            } catch {
+                preconditionFailure("the fuzzed import cannot be read back: \(error)")
+            }
+            var importer = JSONLinesImporter(store: store)
+            do throws(JSONLinesImporter.ImportError) {
+                _ = try await importer.run(reader)
+                return (before, store.currentGeneration, nil)
+            } catch {
+                return (before, store.currentGeneration, error)
+            }
+        }
+        if outcome.failure != nil {
+            guard outcome.after.transaction == outcome.before else {
+                preconditionFailure("an import that failed (\(outcome.failure!)) committed transaction \(outcome.after.transaction)")
+            }
+        } else {
+            let problems = outcome.after.integrityProblems(limit: 5)
+            guard problems.isEmpty else { preconditionFailure("an import left the store with integrity problems: \(problems)") }
+        }
+    }
+
     /// The fuzzer's starting points: for ``openStore(_:)``, sound stores (without a
     /// checkpoint, with a torn last record, with a checkpoint); for ``decodeTransaction(_:)``,
-    /// payloads of sound transactions; for ``parseJSON(_:)``, import lines and JSON's corners.
-    public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]], json: [[UInt8]]) {
+    /// payloads of sound transactions; for ``parseJSON(_:)``, import lines and JSON's corners;
+    /// for ``importLines(_:)``, imports that succeed.
+    public static func seedInputs() -> (open: [[UInt8]], decode: [[UInt8]], json: [[UInt8]], importLines: [[UInt8]]) {
         let fixture = Fixture.shared
         let records = Fixture.seedTransactions()
         let payloads = records.map { record -> [UInt8] in
@@ -159,7 +204,20 @@ public enum FuzzTargets {
             #"{"entity":"Song","id":"Song/2","values":{"songID":"01020304-0506-0708-090A-0B0C0D0E0F10","artwork":"AAEC/w==","tags":[1,2.5e-3,-0.0,null,true]}}"#,
             #"["\u00e9\ud83c\udfb8 \"quoted\" \\ \n\t", 12345678901234567890, -9223372036854775808, 1E300, {"": []}]"#,
         ].map { Array($0.utf8) }
-        return (open, payloads, json)
+        let song = "01020304-0506-0708-090A-0B0C0D0E0F10"
+        let importLines = [
+            // New objects, a forward reference, an upsert of an object the store holds.
+            [#"{"entity": "Album", "values": {"albumID": 20, "title": "Overkill", "artist": 3, "rating": 4.5}}"#,
+             #"{"entity": "Artist", "values": {"artistID": 3, "name": "Motörhead", "createdAt": "1975-06-01T00:00:00Z"}}"#,
+             #"{"entity": "Artist", "values": {"artistID": 1, "name": "AC/DC"}}"#],
+            // A song with every kind of value, into an album the store holds; one by ID.
+            ["{\"entity\": \"Song\", \"values\": {\"songID\": \"\(song)\", \"title\": \"Riff Raff\", \"artwork\": \"AAEC/w==\", \"milliseconds\": 312000, \"album\": 10}}",
+             #"{"entity": "Album", "id": "Album/1", "values": {"explicit": true, "songs": ["\#(song)"]}}"#],
+            // A to-many list naming objects by key, and an artist taking an album from another.
+            [#"{"entity": "Artist", "values": {"artistID": 4, "name": null, "albums": [10, 21]}}"#,
+             #"{"entity": "Album", "values": {"albumID": 21, "title": "Ace of Spades"}}"#],
+        ].map { Array($0.joined(separator: "\n").utf8) }
+        return (open, payloads, json, importLines)
     }
 
     private static func contents(of memory: InMemoryFileIO, _ names: [String]) -> [[UInt8]?] {
@@ -206,6 +264,42 @@ public enum FuzzTargets {
     final class Fixture: Sendable {
         static let shared = Fixture()
         static let directory = "/store"
+        /// Where ``importLines(_:)`` writes its input for the reader (shared memory when
+        /// the machine has it).
+        static let importPath: String = {
+            let directory = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NSTemporaryDirectory()
+            return "\(directory)/strata-fuzz-import-\(getpid()).jsonl"
+        }()
+
+        /// Runs `body` on the concurrency pool and waits for it (fuzz targets are called
+        /// on a thread of their own, never on the pool).
+        static func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+            let done = DispatchSemaphore(value: 0)
+            let result = Locked<T?>(nil)
+            Task {
+                let value = await body()
+                result.withLock { $0 = value }
+                done.signal()
+            }
+            done.wait()
+            guard let value = result.withLock({ $0 }) else { preconditionFailure("the fuzzed work returned nothing") }
+            return value
+        }
+
+        /// The objects the store holds before a fuzzed import: two artists, an album of the
+        /// first, a song of it.
+        static func importBase(_ store: Store) -> ChangeSet {
+            let artists = store.allocateObjectIDs(for: "Artist", count: 2)
+            let album = store.allocateObjectIDs(for: "Album")[0], song = store.allocateObjectIDs(for: "Song")[0]
+            let date = Date(timeIntervalSince1970: 1_577_836_800)
+            return ChangeSet(author: "fuzz", inserted: [
+                RowImage(id: artists[0], values: [.int(1), .string("AC/DC"), .date(date), .objects([album])]),
+                RowImage(id: artists[1], values: [.int(2), .null, .date(date), .objects([])]),
+                RowImage(id: album, values: [.int(10), .string("Powerage"), .double(4.5), .bool(false), .object(artists[0]), .objects([song])]),
+                RowImage(id: song, values: [.uuid(UUID(uuid: (9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9))), .string("Gimme a Bullet"),
+                                            .null, .int(201_000), .object(album)]),
+            ])
+        }
 
         let schema: Schema
         let storeID = UUID(uuid: (0x5E, 0xED, 0xF0, 0x22, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 1))
