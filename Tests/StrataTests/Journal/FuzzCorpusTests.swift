@@ -46,12 +46,14 @@ import Testing
         for seed in FuzzTargets.seedInputs().importLines {
             let directory = TemporaryDirectory("strata-fuzz-seed")
             defer { directory.remove() }
-            try Data(seed).write(to: URL(fileURLWithPath: directory.appending("seed.jsonl")))
+            // A first line of one digit is the batch size (see `FuzzTargets.importLines`).
+            let batched = seed.count >= 2 && seed[1] == UInt8(ascii: "\n")
+            try Data(batched ? Array(seed.dropFirst(2)) : seed).write(to: URL(fileURLWithPath: directory.appending("seed.jsonl")))
             let store = try Store.create(at: directory.appending("store"), schema: FuzzTargets.schema, configuration: .init(durability: .none))
             try await store.commit(FuzzTargets.Fixture.importBase(store))
-            var importer = JSONLinesImporter(store: store)
+            var importer = JSONLinesImporter(store: store, batchSize: batched ? Int(seed[0] - UInt8(ascii: "0")) : nil)
             let summary = try await importer.run(try JSONLinesReader(path: directory.appending("seed.jsonl")))
-            #expect(summary.transactions == 1, "\(String(decoding: seed, as: UTF8.self))")
+            #expect(summary.transactions == (batched ? 2 : 1), "\(String(decoding: seed, as: UTF8.self))")
             #expect(store.currentGeneration.integrityProblems().isEmpty)
             await store.close()
         }

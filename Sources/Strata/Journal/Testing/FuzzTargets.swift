@@ -127,16 +127,23 @@ public enum FuzzTargets {
         }
     }
 
-    /// Imports `input` as JSON Lines, in one transaction, into a store in memory holding a
-    /// few songbook objects. An import that succeeds must leave a store with no integrity
-    /// problem (inverses, unique keys, required values, references); one that fails must
-    /// leave it as it was.
+    /// Imports `input` as JSON Lines into a store in memory holding a few songbook objects:
+    /// in one transaction, or — when the input's first line is a single digit from 1 to 9 —
+    /// committing every that many lines. Every commit must leave a store with no integrity
+    /// problem (inverses, unique keys, required values, references), and an import that
+    /// fails must leave the store as its last reported commit left it.
     public static func importLines(_ input: UnsafeRawBufferPointer) {
+        var lines = input[...]
+        var batchSize: Int?
+        if input.count >= 2, (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(input[0]), input[1] == UInt8(ascii: "\n") {
+            batchSize = Int(input[0] - UInt8(ascii: "0"))
+            lines = input[2...]
+        }
         let path = Fixture.importPath
         guard let file = fopen(path, "w") else { preconditionFailure("cannot write the fuzzed import to \(path)") }
-        if input.count > 0 { fwrite(input.baseAddress, 1, input.count, file) }
+        if !lines.isEmpty { _ = UnsafeRawBufferPointer(rebasing: lines).withMemoryRebound(to: UInt8.self) { fwrite($0.baseAddress, 1, $0.count, file) } }
         fclose(file)
-        let outcome = Fixture.blocking { () async -> (before: UInt64, after: Generation, failure: JSONLinesImporter.ImportError?) in
+        let outcome = Fixture.blocking { [batchSize] () async -> (before: UInt64, reported: Int, after: Generation, failure: JSONLinesImporter.ImportError?) in
             let store: Store
             do throws(StoreError) {
                 store = try Store.create(at: Fixture.directory, schema: FuzzTargets.schema,
@@ -152,22 +159,22 @@ public enum FuzzTargets {
             } catch {
                 preconditionFailure("the fuzzed import cannot be read back: \(error)")
             }
-            var importer = JSONLinesImporter(store: store)
+            var importer = JSONLinesImporter(store: store, batchSize: batchSize)
+            var reported = 0
             do throws(JSONLinesImporter.ImportError) {
-                _ = try await importer.run(reader)
-                return (before, store.currentGeneration, nil)
+                _ = try await importer.run(reader) { event in
+                    if case .committed = event { reported += 1 }
+                }
+                return (before, reported, store.currentGeneration, nil)
             } catch {
-                return (before, store.currentGeneration, error)
+                return (before, reported, store.currentGeneration, error)
             }
         }
-        if outcome.failure != nil {
-            guard outcome.after.transaction == outcome.before else {
-                preconditionFailure("an import that failed (\(outcome.failure!)) committed transaction \(outcome.after.transaction)")
-            }
-        } else {
-            let problems = outcome.after.integrityProblems(limit: 5)
-            guard problems.isEmpty else { preconditionFailure("an import left the store with integrity problems: \(problems)") }
+        if let failure = outcome.failure, outcome.after.transaction != outcome.before + UInt64(outcome.reported) {
+            preconditionFailure("an import that failed (\(failure)) after \(outcome.reported) reported commits left the store at transaction \(outcome.after.transaction), not \(outcome.before + UInt64(outcome.reported))")
         }
+        let problems = outcome.after.integrityProblems(limit: 5)
+        guard problems.isEmpty else { preconditionFailure("an import left the store with integrity problems: \(problems)") }
     }
 
     /// The fuzzer's starting points: for ``openStore(_:)``, sound stores (without a
@@ -216,6 +223,11 @@ public enum FuzzTargets {
             // A to-many list naming objects by key, and an artist taking an album from another.
             [#"{"entity": "Artist", "values": {"artistID": 4, "name": null, "albums": [10, 21]}}"#,
              #"{"entity": "Album", "values": {"albumID": 21, "title": "Ace of Spades"}}"#],
+            // Committed every two lines; in the second batch a reference waits for its line.
+            ["2", #"{"entity": "Artist", "values": {"artistID": 5, "name": "Motörhead"}}"#,
+             #"{"entity": "Album", "values": {"albumID": 22, "title": "Bomber", "artist": 5}}"#,
+             #"{"entity": "Album", "values": {"albumID": 23, "title": "Iron Fist", "artist": 6}}"#,
+             #"{"entity": "Artist", "values": {"artistID": 6, "name": "Girlschool"}}"#],
         ].map { Array($0.joined(separator: "\n").utf8) }
         return (open, payloads, json, importLines)
     }
