@@ -66,27 +66,24 @@ struct DurabilityScenario: Scenario {
             results.append(row.json(durability: "full", writers: writers, saves: "store commit"))
             table.append(row.cells("full, store commit", writers))
         }
-        let rawP50 = Measure.median(raw.map { Measure.quantile($0, 0.5) }) * 1000
-        let rawP99 = Measure.median(raw.map { Measure.quantile($0, 0.99) }) * 1000
-        results.append(.object([
-            ("durability", .string("raw append+fsync")), ("writers", .int(1)),
-            ("savesPerSecond", number(1000 / max(rawP50, 1e-9), decimals: 1)),
-            ("latencyMs", .object([("p50", number(rawP50)), ("p99", number(rawP99))])),
-            ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
-        ]))
-        table.append(["raw append+fsync", "1", "", format(rawP50), format(rawP99), "1", ""])
+        /// A raw floor's row (JSON and table); its p50 in milliseconds.
+        func floor(_ label: String, _ runs: [[Double]]) -> Double {
+            let p50 = Measure.median(runs.map { Measure.quantile($0, 0.5) }) * 1000
+            let p99 = Measure.median(runs.map { Measure.quantile($0, 0.99) }) * 1000
+            results.append(.object([
+                ("durability", .string(label)), ("writers", .int(1)),
+                ("savesPerSecond", number(1000 / max(p50, 1e-9), decimals: 1)),
+                ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
+                ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
+            ]))
+            table.append([label, "1", "", format(p50), format(p99), "1", ""])
+            return p50
+        }
+        let rawP50 = floor("raw append+fsync", raw)
         // The journal writes its appends into space it filled with zeros and synced
         // beforehand (an fsync after a write that grows a file also commits its new size):
         // the floor for that way of writing, for comparison.
-        let zerosP50 = Measure.median(rawIntoZeros.map { Measure.quantile($0, 0.5) }) * 1000
-        let zerosP99 = Measure.median(rawIntoZeros.map { Measure.quantile($0, 0.99) }) * 1000
-        results.append(.object([
-            ("durability", .string("raw write+fsync into zeros")), ("writers", .int(1)),
-            ("savesPerSecond", number(1000 / max(zerosP50, 1e-9), decimals: 1)),
-            ("latencyMs", .object([("p50", number(zerosP50)), ("p99", number(zerosP99))])),
-            ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
-        ]))
-        table.append(["raw write+fsync into zeros", "1", "", format(zerosP50), format(zerosP99), "1", ""])
+        let zerosP50 = floor("raw write+fsync into zeros", rawIntoZeros)
         func verdict(_ what: String, rates: [Int: Double], singleP50: Double) -> String {
             let ratio = (rates[4] ?? 0) / max(rates[1] ?? 1, 1e-9)
             let latencyRatio = singleP50 / max(rawP50, 1e-9)

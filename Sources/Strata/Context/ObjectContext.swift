@@ -303,7 +303,12 @@ public actor ObjectContext {
     public func reset() {
         let pendingBefore = link.changes.hasSubscribers ? graph.pendingValues() : [:]
         graph.forgetAll()
-        let dropped = pendingBefore.isEmpty ? nil : graph.pendingDropped(since: pendingBefore, author: name)
+        var dropped: DidSave?
+        if !pendingBefore.isEmpty {
+            // The context holds none of them now: they are as its parent shows them.
+            let view = link.sourceView()
+            dropped = graph.pendingChanged(since: pendingBefore, author: name) { view.row($0)?.values }
+        }
         processPendingChanges()
         if let dropped { link.changes.yield(dropped) }
     }

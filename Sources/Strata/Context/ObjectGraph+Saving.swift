@@ -780,48 +780,33 @@ extension ObjectGraph {
         return values
     }
 
-    /// What a merge or a rollback changed of the objects that held changes of their own
+    /// What a merge, a rollback or a reset changed of the objects that held changes of their own
     /// (`before`, from ``pendingValues()``), as a did-save of them as they are now: updated
     /// with the keys whose values changed, inserted where a pending deletion was dropped,
     /// deleted where a pending insert (or a changed object) is gone; `nil` if none changed.
-    func pendingChanged(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
-        var updated: [ObjectID: [Int]] = [:], inserted: [ObjectID] = [], deleted: [ObjectID] = []
-        for (id, old) in before {
-            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else {
-                if old != nil { deleted.append(id) }  // shown before, gone now (an insert rolled back)
-                continue
-            }
-            guard let old else {
-                inserted.append(id)  // deleted here before the merge, and no longer
-                continue
-            }
-            let changed = object.storage.indices.filter { object.storage[$0] != old[$0] }
-            if !changed.isEmpty { updated[id] = changed }
+    ///
+    /// `shownNow` gives an object's values as it is shown now, `nil` if it is not (by
+    /// default: the registered instance, alive and loaded; after a reset, which holds none,
+    /// the parent's view).
+    func pendingChanged(since before: [ObjectID: [Value]?], author: String,
+                        shownNow: ((ObjectID) -> [Value]?)? = nil) -> DidSave? {
+        let shownNow = shownNow ?? { [registered] id in
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { return nil }
+            return object.storage
         }
-        guard !updated.isEmpty || !inserted.isEmpty || !deleted.isEmpty else { return nil }
-        return announcement(author: author, inserted: inserted, updated: updated, deleted: deleted)
-    }
-
-    /// What a reset dropped of the objects that held changes (`before`, from
-    /// ``pendingValues()``), as a did-save of them as this context's parent (or store) shows
-    /// them now — this context holds none of them any more: updated with the keys whose
-    /// values differ, inserted where a pending deletion was dropped, deleted where a pending
-    /// insert is gone; `nil` if none changed.
-    func pendingDropped(since before: [ObjectID: [Value]?], author: String) -> DidSave? {
-        let view = link.sourceView()
         var rows: [ObjectID: [Value]] = [:]
         var updated: [ObjectID: [Int]] = [:], inserted: [ObjectID] = [], deleted: [ObjectID] = []
         for (id, old) in before {
-            guard let row = view.row(id) else {
-                if old != nil { deleted.append(id) }
+            guard let now = shownNow(id) else {
+                if old != nil { deleted.append(id) }  // shown before, gone now (an insert rolled back)
                 continue
             }
-            rows[id] = row.values
+            rows[id] = now
             guard let old else {
-                inserted.append(id)
+                inserted.append(id)  // deleted here before, and no longer
                 continue
             }
-            let changed = row.values.indices.filter { row.values[$0] != old[$0] }
+            let changed = now.indices.filter { now[$0] != old[$0] }
             if !changed.isEmpty { updated[id] = changed }
         }
         guard !updated.isEmpty || !inserted.isEmpty || !deleted.isEmpty else { return nil }

@@ -61,10 +61,15 @@ extension ByteWriter {
     /// Starts a frame; returns the offset to pass to ``finishFrame(at:seed:)`` after the
     /// payload has been written.
     mutating func beginFrame(_ type: RecordFormat.RecordType) -> Int {
+        beginFrame(rawType: type.rawValue)
+    }
+
+    /// ``beginFrame(_:)`` with any type byte, known or not (fuzzing writes unknown ones).
+    mutating func beginFrame(rawType: UInt8) -> Int {
         let start = count
         writeUInt32(0)
         writeUInt32(0)
-        write(type.rawValue)
+        write(rawType)
         return start
     }
 

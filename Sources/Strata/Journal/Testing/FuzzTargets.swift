@@ -383,15 +383,9 @@ public enum FuzzTargets {
 
         /// Appends one record with a valid frame and checksum, whatever its type.
         private func frame(_ type: UInt8, _ payload: [UInt8], into writer: inout ByteWriter) {
-            writer.writeUInt32(UInt32(payload.count))
-            let checksumAt = writer.count
-            writer.writeUInt32(0)
-            writer.write(type)
+            let start = writer.beginFrame(rawType: type)
             writer.write(payload)
-            let crc = payload.withUnsafeBytes { raw in
-                RecordFormat.checksum(length: UInt32(payload.count), type: type, payload: raw, seed: codec.seed)
-            }
-            writer.patchUInt32(crc, at: checksumAt)
+            writer.finishFrame(at: start, seed: codec.seed)
         }
 
         /// The records (type, payload) of a checkpoint of the state `records` leave.
@@ -411,20 +405,20 @@ public enum FuzzTargets {
                 preconditionFailure("the fuzzing seed checkpoint could not be written: \(error)")
             }
             guard let bytes = memory.contents(of: written.path) else { preconditionFailure("the fuzzing seed checkpoint vanished") }
-            // Every record after the magic, the header and the schema.
-            var records: [(UInt8, [UInt8])] = []
-            var offset = RecordFormat.magicSize
-            while offset + RecordFormat.frameHeaderSize <= bytes.count {
-                let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
-                let type = bytes[offset + 8]
-                let end = offset + RecordFormat.frameHeaderSize + length
-                guard end <= bytes.count else { break }
-                if type != RecordFormat.RecordType.header.rawValue && type != RecordFormat.RecordType.schema.rawValue {
-                    records.append((type, Array(bytes[(offset + RecordFormat.frameHeaderSize)..<end])))
+            // Every record after the magic, the header (checksummed without the store's seed,
+            // which it gives) and the schema.
+            return bytes.withUnsafeBytes { raw in
+                var records: [(UInt8, [UInt8])] = []
+                var offset = RecordFormat.magicSize, seed: UInt32 = 0
+                while case .success(let frame) = RecordFormat.frame(in: raw, at: offset, seed: seed) {
+                    if frame.type != RecordFormat.RecordType.header.rawValue && frame.type != RecordFormat.RecordType.schema.rawValue {
+                        records.append((frame.type, Array(frame.payload)))
+                    }
+                    offset = frame.end
+                    seed = codec.seed
                 }
-                offset = end
+                return records
             }
-            return records
         }
 
         /// Six sound transactions: inserts of every entity with every value type, an update,
