@@ -118,7 +118,7 @@ public final class Journal: Sendable {
     /// when appends have been following acknowledgements closely (see ``State/pollWhenIdle``).
     static var idlePollNanoseconds: UInt64 { 200_000 }
     /// Called on the writer queue each time transactions become durable (with the last
-    /// one), before their waiters resume — the store publishes generations here.
+    /// one), once their waiters are on their way — the store publishes generations here.
     private let durabilityObserver = Locked<DurabilityObserver?>(nil)
     let state: Locked<State>
 
@@ -561,8 +561,10 @@ public final class Journal: Sendable {
     }
 
     /// Registers the closure called on the writer's queue whenever transactions become
-    /// durable under `.full` or `.relaxed` (with the number of the last), before anyone
-    /// waiting for them resumes. It must not block or call back into the journal.
+    /// durable under `.full` or `.relaxed` (with the number of the last), after the journal
+    /// has recorded them as durable and let their waiters go on (so a waiter may get there
+    /// first: the store's commits publish their own transaction if it has not been), and
+    /// before ``flush()`` returns for them. It must not block or call back into the journal.
     func observeDurability(_ observer: @escaping @Sendable (UInt64) -> Void) {
         durabilityObserver.withLock { $0 = DurabilityObserver(call: observer) }
     }
@@ -788,11 +790,6 @@ public final class Journal: Sendable {
         current.allocated = max(current.allocated, current.size)
         current.transactions += count
         if durability == .full { configuration.acknowledgementObserver?(current.segment.path, current.size) }
-        if durability != .none, let observer = durabilityObserver.withLock({ $0?.call }) {
-            // Before the journal's own state says so, so that waiters resumed below find
-            // whatever the observer publishes already in place.
-            observer(last)
-        }
         let (ready, flushers) = state.withLock { s in
             s.current = current
             s.lastWritten = last
@@ -810,7 +807,12 @@ public final class Journal: Sendable {
             s.waiters.removeAll { $0.number <= durable }
             return (ready, Self.takeFlushWaiters(&s))
         }
+        // The appenders go on first (those waiting on their threads already have): the
+        // observer's work — the store publishing the batch — is not theirs to wait for; one
+        // that needs its commit published before it returns publishes it itself, if it gets
+        // there first (see `Store.ensurePublished`).
         for continuation in ready { continuation.resume() }
+        if durability != .none, let observer = durabilityObserver.withLock({ $0?.call }) { observer(last) }
         for flusher in flushers { flusher.resume() }
     }
 

@@ -190,6 +190,11 @@ public final class Store: Sendable {
     /// delivers their notifications: on the journal's writer queue as batches become
     /// durable (`.full`, `.relaxed`), and by committers themselves under `.none`.
     private func publish(through durable: UInt64) {
+        // What publishing lets go of — the generation it replaces, and the queue's hold on
+        // the ones it publishes — is freed after the locks are released (freeing the nodes
+        // a generation alone held is most of the work): whoever waits to publish, or to see
+        // its commit published, does not wait for it.
+        var released: (replaced: Generation?, commits: [PendingCommit]) = (nil, [])
         publishing.withLock { last in
             guard durable > last else { return }
             let ready = pending.withLock { queue -> [PendingCommit] in
@@ -198,12 +203,17 @@ public final class Store: Sendable {
                 return Array(queue.prefix(count))
             }
             guard let newest = ready.last else { return }
-            published.withLock { $0 = newest.generation }
+            released.replaced = published.withLock { current in
+                defer { current = newest.generation }
+                return current
+            }
             last = newest.generation.transaction
             subscribers.yield(contentsOf: ready.map(\.notification))
             // Under the same lock: each announcer hears its commits in transaction order.
             for commit in ready { commit.announcer?.yield(commit.notification) }
+            released.commits = ready
         }
+        withExtendedLifetime(released) {}
     }
 
     /// Makes sure transaction `number` is published before a commit returns it (the
