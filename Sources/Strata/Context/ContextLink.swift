@@ -69,7 +69,8 @@ final class ContextLink: Sendable {
     func childView() -> ContextView {
         let layer = published.withLock { $0 }
         var view = sourceView()
-        if !layer.isEmpty { view.layers.insert(layer, at: 0) }
+        // An empty layer still listing merges: a child merging one of them looks it up.
+        if !layer.isEmpty || !layer.mergesLeftUnchanged.isEmpty { view.layers.insert(layer, at: 0) }
         return view
     }
 

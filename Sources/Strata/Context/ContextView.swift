@@ -17,6 +17,13 @@ struct PendingLayer: Sendable {
     /// Per entity with a unique attribute: value → object number of rows in this layer that
     /// held the value when published. Entries may be stale; readers check the row.
     var uniques: [UniqueIndex?]
+    /// The context's latest merges of committed transactions (the last few, oldest first),
+    /// each with the objects it holds rows of here whose values the merge left as they were
+    /// (their changes kept over the transaction's, or already equal to them): a child that
+    /// reads them here merging the same transaction has nothing new to show of them.
+    var mergesLeftUnchanged: [(transaction: UInt64, objects: Set<ObjectID>)] = []
+    /// How many merges ``mergesLeftUnchanged`` keeps.
+    static let mergesKept = 8
 
     init(schema: Schema) {
         rows = schema.entities.map { _ in PersistentTable() }

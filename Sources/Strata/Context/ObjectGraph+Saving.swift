@@ -747,23 +747,55 @@ extension ObjectGraph {
         return .objects(merged)
     }
 
-    /// The objects a save updated that this context does not hold and whose values where it
-    /// reads them (its parent) differ from the save's in every key the save changed: the
-    /// parent's merge kept its own values, so the save changed nothing this context shows.
+    /// Records in the layer what the merge of `transaction` left as it was of the objects it
+    /// holds changes of (see ``PendingLayer/mergesLeftUnchanged``).
+    /// `candidates`: the objects the save changed that held changes here, with their values
+    /// before the merge.
+    private func noteMerge(of transaction: UInt64, candidates: [ObjectID: [Value]]) {
+        // None held here: a child reads the save's values through this context.
+        guard !candidates.isEmpty else { return }
+        // Showing the values they showed — still as changes of this context's, or no longer,
+        // their values now the store's (inverses put back at the end of the merge may have
+        // changed them after all).
+        let unchanged = candidates.compactMap { id, before -> ObjectID? in
+            guard let object = registered[id], object.lifecycle == .persistent, object.storage == before else { return nil }
+            return id
+        }
+        var merges = layer.mergesLeftUnchanged
+        merges.append((transaction, Set(unchanged)))
+        if merges.count > PendingLayer.mergesKept { merges.removeFirst(merges.count - PendingLayer.mergesKept) }
+        setLayerMerges(merges)
+    }
+
+    /// The objects a save updated that this context does not hold and that show here, where
+    /// it reads them (through its ancestors' changes), the values they showed before: the
+    /// ancestor holding the object's row has not merged the save (the row shows its own
+    /// values, whatever the save did); or the ancestor's merge left the object showing what
+    /// it showed (it lists them in its layer: its change kept, or equal to the save's value
+    /// and so no longer a change); or, for merges no longer listed, the row differs from the
+    /// save's values in every key the save changed (the merge kept the ancestor's own).
     func updatesKeptFromView(of save: DidSave) -> [ObjectID] {
         let view = link.sourceView()
         // Only an ancestor's pending changes can show other values than the save's (the
         // generation underneath has the save, or not yet): with none, nothing to look at —
         // a view context merging an import's large saves pays nothing.
-        let layers = view.layers.filter { !$0.isEmpty }
+        let layers = view.layers.filter { !$0.isEmpty || !$0.mergesLeftUnchanged.isEmpty }
         guard !layers.isEmpty else { return [] }
         let values = save.values, changedKeys = save.changedKeys
         return save.updated.filter { id in
             guard let entity = schema.entityIndex(named: id.entity),
-                  layers.contains(where: { $0.rows[entity][id.number] != nil }),
-                  registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty,
-                  let row = view.row(entity: entity, number: id.number)
+                  registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty
             else { return false }
+            let holder = layers.first { $0.rows[entity][id.number] != nil }
+            if let transaction = save.transaction {
+                if let row = holder?.rows[entity][id.number], row.version < transaction { return true }
+                // The nearest ancestor whose merge of the save decided what shows here.
+                let listing = holder.map { [$0] } ?? layers
+                if let merge = listing.lazy.compactMap({ $0.mergesLeftUnchanged.last { $0.transaction == transaction } }).first {
+                    return merge.objects.contains(id)
+                }
+            }
+            guard holder != nil, let row = view.row(entity: entity, number: id.number) else { return false }
             let names = schema.layout.entities[entity].propertyNames
             return keys.allSatisfy { key in names.firstIndex(of: key).map { row.values[$0] != theirs[$0] } ?? false }
         }
@@ -839,6 +871,10 @@ extension ObjectGraph {
     func merge(_ save: DidSave, policy: MergePolicy) -> (conflicts: [Conflict], touched: Int) {
         var conflicts: [Conflict] = []
         var touched = 0
+        // Objects holding changes here (rows of this context's layer) whose values the merge
+        // leaves as they were: for the children reading them here (see `noteMerge`).
+        var leftUnchanged: [ObjectID: [Value]] = [:]
+        defer { if let transaction = save.transaction { noteMerge(of: transaction, candidates: leftUnchanged) } }
         for id in save.deleted {
             guard let object = registered[id], object.lifecycle != .deletedElsewhere else { continue }
             touched += 1
@@ -894,7 +930,10 @@ extension ObjectGraph {
             }
             // Never go back: the object may already hold a newer state (read after this
             // transaction, or rebased by a save that followed it).
-            if let transaction = save.transaction, object.baseVersion >= transaction { continue }
+            if let transaction = save.transaction, object.baseVersion >= transaction {
+                if object.lifecycle == .persistent, !object.changedKeys.isEmpty { leftUnchanged[id] = object.storage }
+                continue
+            }
             touched += 1
             let version = save.transaction ?? object.baseVersion
             if object.lifecycle == .deleted || object.changedKeys.isEmpty {
@@ -924,6 +963,7 @@ extension ObjectGraph {
                 }
                 continue
             }
+            leftUnchanged[id] = object.storage
             conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy, dropped: &dropped)
         }
         // Inverses last, once every object the save changed holds its merged values: what

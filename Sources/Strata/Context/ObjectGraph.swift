@@ -32,6 +32,8 @@ final class ObjectGraph {
     private(set) var changeCounter: UInt64 = 0
     /// Objects changed since the layer was last published.
     private var unpublished: Set<ObjectID> = []
+    /// The layer changed beyond its rows (``PendingLayer/mergesLeftUnchanged``).
+    private var layerNeedsPublishing = false
     /// What changed since the last objects-did-change notification.
     var pendingNotification = ObjectsDidChange()
     /// The value each key reported updated had when first set in this turn: a key set back
@@ -714,14 +716,24 @@ final class ObjectGraph {
         return notification
     }
 
+    /// Sets the layer's ``PendingLayer/mergesLeftUnchanged`` (published with the rows).
+    func setLayerMerges(_ merges: [(transaction: UInt64, objects: Set<ObjectID>)]) {
+        layer.mergesLeftUnchanged = merges
+        layerNeedsPublishing = true
+    }
+
     /// Brings the layer children read up to date with the objects changed since the last
     /// call, and returns it.
     func updateLayer() -> PendingLayer {
-        guard !unpublished.isEmpty else { return layer }
+        guard !unpublished.isEmpty || layerNeedsPublishing else { return layer }
+        layerNeedsPublishing = false
         if !hasChanges {
             // Nothing is pending (as after a save or a rollback): the layer is empty, whatever
             // it held — taken whole instead of removing each published row and unique value.
+            // (The merges it lists stay: the objects they list may show here as they did.)
+            let merges = layer.mergesLeftUnchanged
             layer = emptyLayer
+            layer.mergesLeftUnchanged = merges
             unpublished = []
             return layer
         }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A store: the committed state of an object graph as immutable generations, over a
 /// crash-safe journal.
@@ -63,6 +64,10 @@ public final class Store: Sendable {
     /// publishes (the journal's writer, or a committer under `.none`). Taken before
     /// `pending` and `published`.
     private let publishing: Locked<UInt64>
+    /// The last transaction published and announced (`publishing`'s value once its
+    /// notifications are out), for a commit to see without taking the lock that its own
+    /// is out.
+    private let publishedThrough: Atomic<UInt64>
 
     struct CommitState: Sendable {
         /// The newest generation, including commits not yet durable (what commits are checked against).
@@ -93,6 +98,7 @@ public final class Store: Sendable {
                                             unused: Array(repeating: UnusedNumbers(), count: generation.highestNumbers.count)))
         self.published = Locked(generation)
         self.publishing = Locked(generation.transaction)
+        self.publishedThrough = Atomic(generation.transaction)
         // Publish on the journal's writer queue as soon as a batch is durable: committers
         // then resume with their generation already visible, without another hop.
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
@@ -212,6 +218,7 @@ public final class Store: Sendable {
             // Under the same lock: each announcer hears its commits in transaction order.
             for commit in ready { commit.announcer?.yield(commit.notification) }
             released.commits = ready
+            publishedThrough.store(last, ordering: .releasing)
         }
         withExtendedLifetime(released) {}
     }
@@ -219,7 +226,9 @@ public final class Store: Sendable {
     /// Makes sure transaction `number` is published before a commit returns it (the
     /// writer queue normally has; under `.none` nothing else does).
     func ensurePublished(_ number: UInt64) {
-        guard currentGeneration.transaction < number else { return }
+        // Published *and announced*: a commit returns after its did-commit notification has
+        // gone out (the writer may be publishing it right now: then this waits for it).
+        guard publishedThrough.load(ordering: .acquiring) < number else { return }
         publish(through: journal.lastDurableTransaction)
     }
 

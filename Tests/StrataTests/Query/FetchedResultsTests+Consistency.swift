@@ -285,4 +285,38 @@ extension FetchedResultsTests {
         #expect(misfits.isEmpty, "\(misfits)")
         child.performAndWait { _ in watch.results.onChange = nil }
     }
+
+    /// The same when the save gives an object the value its parent already holds as a change
+    /// of its own (the merge leaves it as it was), and when the child merges the save before
+    /// its parent does (the parent's change still hides it): the child reported an updated row
+    /// for an object whose values it showed unchanged.
+    @Test("a merge that leaves what the child reads through its parent as it was reports no updated row",
+          arguments: [MergePolicy.overwrite, .storeWins], [true, false])
+    @MainActor
+    func mergeLeavingParentUnchangedIsNoUpdate(policy: MergePolicy, parentFirst: Bool) async throws {
+        let f = try await ParentAndChild(policy: policy, childFollows: false)
+        defer { f.directory.remove() }
+        let (o, parent, child) = (f.o, f.parent, f.child)
+        let watch = Watch()
+        child.performAndWait { c in watch.start(c, FetchRequest(entity: "Album", sortBy: []), sectionedBy: "artist.name") }
+        await child.perform { c in c.object(with: o.y, as: Album.self).title = "edited" }
+        try await child.save()
+        await child.reset()
+        let y = o.y
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        await other.perform { c in c.object(with: y, as: Album.self).title = "edited" }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        if parentFirst { await parent.merge(theirs) }
+        let before = child.performAndWait { _ in watch.diffs.count }
+        await child.merge(theirs)
+        if !parentFirst { await parent.merge(theirs) }
+        let (diffs, misfits) = child.performAndWait { _ in (Array(watch.diffs.dropFirst(before)), watch.misfits) }
+        #expect(diffs.isEmpty, "y shows \"edited\" where the child reads it before and after: \(diffs)")
+        #expect(misfits.isEmpty, "\(misfits)")
+        let shown = await child.perform { c in c.object(with: y, as: Album.self).title }
+        #expect(shown == "edited")
+        child.performAndWait { _ in watch.results.onChange = nil }
+    }
 }
