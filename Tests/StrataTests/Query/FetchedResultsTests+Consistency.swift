@@ -248,6 +248,46 @@ extension FetchedResultsTests {
         await f.close()
     }
 
+    /// A child watching its live results, whose parent holds a change of y's (the child's
+    /// saved title, "edited") while the child, reset, holds none; and another context's save
+    /// retitling y `theirs`, not merged yet.
+    struct ChildOverParentChange {
+        let f: ParentAndChild
+        let watch = Watch()
+        let y: ObjectID
+        let save: DidSave
+
+        @MainActor init(policy: MergePolicy, theirTitle: String) async throws {
+            f = try await ParentAndChild(policy: policy, childFollows: false)
+            let (watch, y) = (self.watch, f.o.y)
+            self.y = y
+            f.child.performAndWait { c in watch.start(c, FetchRequest(entity: "Album", sortBy: []), sectionedBy: "artist.name") }
+            await f.child.perform { c in c.object(with: y, as: Album.self).title = "edited" }
+            try await f.child.save()
+            await f.child.reset()
+            let other = ObjectContext(coordinator: f.coordinator, name: "other")
+            let saves = other.didSave()
+            await other.perform { c in c.object(with: y, as: Album.self).title = theirTitle }
+            try await other.save()
+            save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        }
+
+        /// Merges the save into the child; returns the diffs its results delivered meanwhile,
+        /// and every misfit so far.
+        @MainActor func childMerges() async -> (diffs: [ResultsDiff], misfits: [String]) {
+            let watch = self.watch
+            let before = f.child.performAndWait { _ in watch.diffs.count }
+            await f.child.merge(save)
+            return f.child.performAndWait { _ in (Array(watch.diffs.dropFirst(before)), watch.misfits) }
+        }
+
+        @MainActor func finish() {
+            let watch = self.watch
+            f.child.performAndWait { _ in watch.results.onChange = nil }
+            f.directory.remove()
+        }
+    }
+
     /// A child's live results show a merged object they do not hold as changed only when its
     /// parent took the save's values: a parent that kept its own (`contextWins`,
     /// `overwrite`) changed nothing the child shows, and the child reported an updated row.
@@ -255,35 +295,19 @@ extension FetchedResultsTests {
           arguments: [MergePolicy.overwrite, .contextWins, .storeWins])
     @MainActor
     func mergeKeptByParentIsNoUpdate(policy: MergePolicy) async throws {
-        let f = try await ParentAndChild(policy: policy, childFollows: false)
-        defer { f.directory.remove() }
-        let (o, parent, child) = (f.o, f.parent, f.child)
-        let watch = Watch()
-        child.performAndWait { c in watch.start(c, FetchRequest(entity: "Album", sortBy: []), sectionedBy: "artist.name") }
-        // The parent holds a change of y's (the child's saved title); the child holds none.
-        // Another context retitles y too: the parent keeps its title, or takes theirs.
-        await child.perform { c in c.object(with: o.y, as: Album.self).title = "edited" }
-        try await child.save()
-        await child.reset()
-        let y = o.y
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        let saves = other.didSave()
-        await other.perform { c in c.object(with: y, as: Album.self).title = "theirs" }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
-        await parent.merge(theirs)
-        let took = await parent.perform { c in c.object(with: y, as: Album.self).title == "theirs" }
+        let fixture = try await ChildOverParentChange(policy: policy, theirTitle: "theirs")
+        defer { fixture.finish() }
+        let y = fixture.y
+        await fixture.f.parent.merge(fixture.save)
+        let took = await fixture.f.parent.perform { c in c.object(with: y, as: Album.self).title == "theirs" }
         #expect(took == (policy == .storeWins), "the parent keeps its own y under \(policy)")
-        let before = child.performAndWait { _ in watch.diffs.count }
-        await child.merge(theirs)
-        let (diffs, misfits) = child.performAndWait { _ in (Array(watch.diffs.dropFirst(before)), watch.misfits) }
+        let (diffs, misfits) = await fixture.childMerges()
         if took {
             #expect(diffs.flatMap(\.updatedRows).count == 1, "y changed where the child reads it: \(diffs)")
         } else {
             #expect(diffs.isEmpty, "nothing the child shows changed: \(diffs)")
         }
         #expect(misfits.isEmpty, "\(misfits)")
-        child.performAndWait { _ in watch.results.onChange = nil }
     }
 
     /// The same when the save gives an object the value its parent already holds as a change
@@ -294,29 +318,15 @@ extension FetchedResultsTests {
           arguments: [MergePolicy.overwrite, .storeWins], [true, false])
     @MainActor
     func mergeLeavingParentUnchangedIsNoUpdate(policy: MergePolicy, parentFirst: Bool) async throws {
-        let f = try await ParentAndChild(policy: policy, childFollows: false)
-        defer { f.directory.remove() }
-        let (o, parent, child) = (f.o, f.parent, f.child)
-        let watch = Watch()
-        child.performAndWait { c in watch.start(c, FetchRequest(entity: "Album", sortBy: []), sectionedBy: "artist.name") }
-        await child.perform { c in c.object(with: o.y, as: Album.self).title = "edited" }
-        try await child.save()
-        await child.reset()
-        let y = o.y
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        let saves = other.didSave()
-        await other.perform { c in c.object(with: y, as: Album.self).title = "edited" }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
-        if parentFirst { await parent.merge(theirs) }
-        let before = child.performAndWait { _ in watch.diffs.count }
-        await child.merge(theirs)
-        if !parentFirst { await parent.merge(theirs) }
-        let (diffs, misfits) = child.performAndWait { _ in (Array(watch.diffs.dropFirst(before)), watch.misfits) }
+        let fixture = try await ChildOverParentChange(policy: policy, theirTitle: "edited")
+        defer { fixture.finish() }
+        let (parent, y) = (fixture.f.parent, fixture.y)
+        if parentFirst { await parent.merge(fixture.save) }
+        let (diffs, misfits) = await fixture.childMerges()
+        if !parentFirst { await parent.merge(fixture.save) }
         #expect(diffs.isEmpty, "y shows \"edited\" where the child reads it before and after: \(diffs)")
         #expect(misfits.isEmpty, "\(misfits)")
-        let shown = await child.perform { c in c.object(with: y, as: Album.self).title }
+        let shown = await fixture.f.child.perform { c in c.object(with: y, as: Album.self).title }
         #expect(shown == "edited")
-        child.performAndWait { _ in watch.results.onChange = nil }
     }
 }
