@@ -769,11 +769,11 @@ extension ObjectGraph {
 
     /// The objects a save updated that this context does not hold and that show here, where
     /// it reads them (through its ancestors' changes), the values they showed before: the
+    /// ancestor's merge left the object showing what it showed (it lists them in its layer:
+    /// its change kept, or equal to the save's value and so no longer a change); or the
     /// ancestor holding the object's row has not merged the save (the row shows its own
-    /// values, whatever the save did); or the ancestor's merge left the object showing what
-    /// it showed (it lists them in its layer: its change kept, or equal to the save's value
-    /// and so no longer a change); or, for merges no longer listed, the row differs from the
-    /// save's values in every key the save changed (the merge kept the ancestor's own).
+    /// values, whatever the save did); or, for merges no longer listed, the row differs from
+    /// the save's values in every key the save changed (the merge kept the ancestor's own).
     func updatesKeptFromView(of save: DidSave) -> [ObjectID] {
         let view = link.sourceView()
         // Only an ancestor's pending changes can show other values than the save's (the
@@ -788,12 +788,14 @@ extension ObjectGraph {
             else { return false }
             let holder = layers.first { $0.rows[entity][id.number] != nil }
             if let transaction = save.transaction {
-                if let row = holder?.rows[entity][id.number], row.version < transaction { return true }
-                // The nearest ancestor whose merge of the save decided what shows here.
+                // The nearest ancestor whose merge of the save decided what shows here. (Its
+                // list first: a merge under `error` that kept a conflict for the next save
+                // keeps the row's version but gives its other keys the save's values.)
                 let listing = holder.map { [$0] } ?? layers
                 if let merge = listing.lazy.compactMap({ $0.mergesLeftUnchanged.last { $0.transaction == transaction } }).first {
                     return merge.objects.contains(id)
                 }
+                if let row = holder?.rows[entity][id.number], row.version < transaction { return true }
             }
             guard holder != nil, let row = view.row(entity: entity, number: id.number) else { return false }
             let names = schema.layout.entities[entity].propertyNames

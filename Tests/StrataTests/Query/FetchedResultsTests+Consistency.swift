@@ -250,14 +250,14 @@ extension FetchedResultsTests {
 
     /// A child watching its live results, whose parent holds a change of y's (the child's
     /// saved title, "edited") while the child, reset, holds none; and another context's save
-    /// retitling y `theirs`, not merged yet.
+    /// retitling y `theirs` (and rating it `theirRating`, if given), not merged yet.
     struct ChildOverParentChange {
         let f: ParentAndChild
         let watch = Watch()
         let y: ObjectID
         let save: DidSave
 
-        @MainActor init(policy: MergePolicy, theirTitle: String) async throws {
+        @MainActor init(policy: MergePolicy, theirTitle: String, theirRating: Double? = nil) async throws {
             f = try await ParentAndChild(policy: policy, childFollows: false)
             let (watch, y) = (self.watch, f.o.y)
             self.y = y
@@ -267,7 +267,11 @@ extension FetchedResultsTests {
             await f.child.reset()
             let other = ObjectContext(coordinator: f.coordinator, name: "other")
             let saves = other.didSave()
-            await other.perform { c in c.object(with: y, as: Album.self).title = theirTitle }
+            await other.perform { c in
+                let album = c.object(with: y, as: Album.self)
+                album.title = theirTitle
+                if let theirRating { album.rating = theirRating }
+            }
             try await other.save()
             save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
         }
@@ -328,5 +332,25 @@ extension FetchedResultsTests {
         #expect(misfits.isEmpty, "\(misfits)")
         let shown = await fixture.f.child.perform { c in c.object(with: y, as: Album.self).title }
         #expect(shown == "edited")
+    }
+
+    /// A parent merging under `error` keeps its conflicting value and its row's version (the
+    /// next save reports the conflict) but takes the save's other values: that changed what
+    /// the child shows, and its results say so.
+    @Test("a merge under error that keeps the parent's conflicting value and takes the others reports the updated row")
+    @MainActor
+    func conflictKeptByParentStillUpdates() async throws {
+        let fixture = try await ChildOverParentChange(policy: .error, theirTitle: "theirs", theirRating: 4.5)
+        defer { fixture.finish() }
+        let (parent, y) = (fixture.f.parent, fixture.y)
+        await parent.merge(fixture.save)
+        let (diffs, misfits) = await fixture.childMerges()
+        #expect(diffs.flatMap(\.updatedRows).count == 1, "y's rating changed where the child reads it: \(diffs)")
+        #expect(misfits.isEmpty, "\(misfits)")
+        let shown = await fixture.f.child.perform { c in
+            let album = c.object(with: y, as: Album.self)
+            return (album.title, album.rating)
+        }
+        #expect(shown.0 == "edited" && shown.1 == 4.5, "the parent's title and the save's rating: \(shown)")
     }
 }
