@@ -18,9 +18,10 @@ struct PendingLayer: Sendable {
     /// held the value when published. Entries may be stale; readers check the row.
     var uniques: [UniqueIndex?]
     /// The context's latest merges of committed transactions (the last few, oldest first),
-    /// each with the objects it holds rows of here whose values the merge left as they were
-    /// (their changes kept over the transaction's, or already equal to them): a child that
-    /// reads them here merging the same transaction has nothing new to show of them.
+    /// each with the objects that held changes here whose values the merge left as they were
+    /// — their changes kept over the transaction's, or equal to its values and so no longer
+    /// changes (then they have no row here any more): a child reading them through this
+    /// context and merging the same transaction has nothing new to show of them.
     var mergesLeftUnchanged: [(transaction: UInt64, objects: Set<ObjectID>)] = []
     /// How many merges ``mergesLeftUnchanged`` keeps.
     static let mergesKept = 8

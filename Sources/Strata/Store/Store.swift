@@ -99,8 +99,9 @@ public final class Store: Sendable {
         self.published = Locked(generation)
         self.publishing = Locked(generation.transaction)
         self.publishedThrough = Atomic(generation.transaction)
-        // Publish on the journal's writer queue as soon as a batch is durable: committers
-        // then resume with their generation already visible, without another hop.
+        // Publish on the journal's writer queue as soon as a batch is durable, right after
+        // its committers are let go: a committer finds its generation published (and its
+        // notification out), or publishes it itself — no hop to another queue either way.
         journal.observeDurability { [weak self] durable in self?.publish(through: durable) }
     }
 
