@@ -16,10 +16,10 @@ struct DurabilityScenario: Scenario {
     let ignoredOptions = ["--stacks", "--save-every", "--seed"]
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
-        // 2,000 saves per configuration and run (`--objects` changes it): about a second of
-        // saves for one writer at .full, long enough that a stray slow sync does not decide
-        // a run's rate.
-        let saves = options.objects ?? 2_000
+        // 6,000 saves per configuration and run (`--objects` changes it): about a second of
+        // saves for one writer at .full, long enough that a stray slow sync or a slow first
+        // few groups do not decide a run's rate.
+        let saves = options.objects ?? 6_000
         var results: [JSON] = []
         var table: [[String]] = [["durability", "writers", "saves/s", "p50 ms", "p99 ms", "fsyncs/save", "CPU µs/save"]]
         var fullRates: [Int: Double] = [:]
@@ -175,7 +175,11 @@ struct DurabilityScenario: Scenario {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try Store.create(at: directory + "/store", schema: Workload.schema,
                                      configuration: .init(durability: durability))
-        let perWriter = saves / writers
+        // The writers share the run's saves: each claims its next save from `budget` and
+        // stops when none is left, so all of them write until the last few saves (a writer
+        // given a quarter each would finish on its own time, and the run's tail would be
+        // measured with fewer writers than its row says).
+        let budget = Counter()
         let keys = Counter()
         let start = Measure.now()
         let processorStart = Measure.processorSeconds()
@@ -186,9 +190,9 @@ struct DurabilityScenario: Scenario {
                 case .context:
                     let context = ObjectContext(coordinator: coordinator, executor: .privateQueue("durability.writer\(writer)", priority: .utility),
                                                 name: "writer")
-                    group.addTask { try await Self.save(count: perWriter, keys: keys, in: context) }
+                    group.addTask { try await Self.save(claimingFrom: budget, upTo: saves, keys: keys, in: context) }
                 case .store:
-                    group.addTask { try await Self.commit(count: perWriter, keys: keys, to: store) }
+                    group.addTask { try await Self.commit(claimingFrom: budget, upTo: saves, keys: keys, to: store) }
                 }
             }
             var all: [Double] = []
@@ -199,7 +203,7 @@ struct DurabilityScenario: Scenario {
         let processor = Measure.processorSeconds() - processorStart
         let statistics = store.journal.statistics
         await store.close()
-        let count = perWriter * writers
+        let count = latencies.count
         return Outcome(rate: Double(count) / elapsed, latencies: latencies,
                        syncsPerSave: Double(statistics.syncs) / Double(max(count, 1)),
                        bytesPerSave: Double(statistics.bytes) / Double(max(count, 1)),
@@ -208,12 +212,13 @@ struct DurabilityScenario: Scenario {
 }
 
 extension DurabilityScenario {
-    /// One writer's saves through a context, each inserting one artist; their latencies.
-    static func save(count: Int, keys: Counter, in context: ObjectContext) async throws -> [Double] {
+    /// One writer's saves through a context, each inserting one artist, while `budget` has
+    /// saves left of `total`; their latencies.
+    static func save(claimingFrom budget: Counter, upTo total: Int, keys: Counter, in context: ObjectContext) async throws -> [Double] {
         try await context.perform { context in
             var latencies: [Double] = []
-            latencies.reserveCapacity(count)
-            for _ in 0..<count {
+            latencies.reserveCapacity(total)
+            while budget.next() <= total {
                 let key = keys.next()
                 let artist = context.insert(entity: "Artist")
                 try artist.setValue(.int(Int64(key)), forKey: "artistID")
@@ -226,11 +231,12 @@ extension DurabilityScenario {
         }
     }
 
-    /// One writer's bare store commits of one artist each; their latencies.
-    static func commit(count: Int, keys: Counter, to store: Store) async throws -> [Double] {
+    /// One writer's bare store commits of one artist each, while `budget` has commits left
+    /// of `total`; their latencies.
+    static func commit(claimingFrom budget: Counter, upTo total: Int, keys: Counter, to store: Store) async throws -> [Double] {
         var latencies: [Double] = []
-        latencies.reserveCapacity(count)
-        for _ in 0..<count {
+        latencies.reserveCapacity(total)
+        while budget.next() <= total {
             let key = keys.next()
             let id = store.allocateObjectIDs(for: "Artist")[0]
             let begin = Measure.now()
@@ -243,7 +249,7 @@ extension DurabilityScenario {
     }
 }
 
-/// A shared counter for the writers' unique keys.
+/// A shared counter: the writers' unique keys, and the saves they claim.
 final class Counter: Sendable {
     private let value = Atomic<Int>(0)
     func next() -> Int { value.add(1, ordering: .relaxed).newValue }
