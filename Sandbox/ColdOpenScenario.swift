@@ -106,6 +106,25 @@ struct ColdOpenScenario: Scenario {
         return Measure.seconds(since: start)
     }
 
+    /// Diagnostics for the commit path, to run under a profiler: builds the scenario's
+    /// change sets for `objects` objects (batches of 10,000, seed 1), then commits them
+    /// one after the other and prints the commits' wall and processor time — nothing else
+    /// runs while the clock does, and the process exits without closing the store or
+    /// freeing its generation. `sandbox --probe-commit OBJECTS full|relaxed|none`.
+    static func probeCommit(objects: Int, durability: Durability) async throws -> Never {
+        let directory = Measure.temporaryDirectory("probe-commit")
+        let store = try Store.create(at: directory + "/store", schema: Workload.schema, configuration: .init(durability: durability))
+        let sets = Workload.insertions(objects: objects, batch: 10_000, seed: 1, store: store)
+        let processorStart = Measure.processorSeconds()
+        let start = Measure.now()
+        for set in sets { try await store.commit(set) }
+        let seconds = Measure.seconds(since: start)
+        let processor = Measure.processorSeconds() - processorStart
+        printLine("committed \(store.currentGeneration.totalCount) objects in \(sets.count) change sets at .\(durability.rawValue): \(format(seconds)) s, \(format(processor)) s of processor time, \(format(Double(store.journal.statistics.bytes) / 1e6)) MB")
+        try? FileManager.default.removeItem(atPath: directory)
+        withExtendedLifetime(store) { exit(0) }
+    }
+
     struct Probe: Codable {
         var seconds: Double
         var objects: Int

@@ -41,6 +41,10 @@ enum SandboxMain {
         if arguments.first == ShootoutScenario.childFlag {
             await ShootoutScenario.runChild(Array(arguments.dropFirst()))
         }
+        if arguments.first == "--probe-commit", arguments.count == 3, let objects = Int(arguments[1]),
+           let durability = Durability(rawValue: arguments[2]) {
+            do { try await ColdOpenScenario.probeCommit(objects: objects, durability: durability) } catch { fail("\(error)", status: 1) }
+        }
         if arguments.first == "--probe-open", arguments.count == 2 {
             do { try ColdOpenScenario.probeOpen(arguments[1]) } catch { fail("\(error)", status: 1) }
             exit(0)
