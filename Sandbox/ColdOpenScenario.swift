@@ -74,20 +74,30 @@ struct ColdOpenScenario: Scenario {
     struct Build {
         var objects: Int
         var seconds: Double
+        var processorSeconds: Double
         var bytes: Int64
         var batches: Int
     }
 
     private func buildStore(at path: String, objects: Int, batch: Int, seed: UInt64) async throws -> Build {
-        let store = try Store.create(at: path, schema: Workload.schema, configuration: .init(durability: .full))
+        let (store, build) = try await Self.commitWorkload(at: path, objects: objects, batch: batch, seed: seed, durability: .full)
+        await store.close()
+        return build
+    }
+
+    /// Creates a store at `path` and commits the workload's change sets to it one after the
+    /// other; the clock runs only over the commits. The store is left open.
+    private static func commitWorkload(at path: String, objects: Int, batch: Int, seed: UInt64,
+                                       durability: Durability) async throws -> (Store, Build) {
+        let store = try Store.create(at: path, schema: Workload.schema, configuration: .init(durability: durability))
         let sets = Workload.insertions(objects: objects, batch: batch, seed: seed, store: store)
+        let processorStart = Measure.processorSeconds()
         let start = Measure.now()
         for set in sets { try await store.commit(set) }
         let seconds = Measure.seconds(since: start)
-        let count = store.currentGeneration.totalCount
-        let bytes = store.journal.statistics.bytes
-        await store.close()
-        return Build(objects: count, seconds: seconds, bytes: bytes, batches: sets.count)
+        let processor = Measure.processorSeconds() - processorStart
+        return (store, Build(objects: store.currentGeneration.totalCount, seconds: seconds, processorSeconds: processor,
+                             bytes: store.journal.statistics.bytes, batches: sets.count))
     }
 
     /// Seconds to write `bytes` to a plain file in `chunks` writes, each followed by fsync.
@@ -113,14 +123,8 @@ struct ColdOpenScenario: Scenario {
     /// freeing its generation. `sandbox --probe-commit OBJECTS full|relaxed|none`.
     static func probeCommit(objects: Int, durability: Durability) async throws -> Never {
         let directory = Measure.temporaryDirectory("probe-commit")
-        let store = try Store.create(at: directory + "/store", schema: Workload.schema, configuration: .init(durability: durability))
-        let sets = Workload.insertions(objects: objects, batch: 10_000, seed: 1, store: store)
-        let processorStart = Measure.processorSeconds()
-        let start = Measure.now()
-        for set in sets { try await store.commit(set) }
-        let seconds = Measure.seconds(since: start)
-        let processor = Measure.processorSeconds() - processorStart
-        printLine("committed \(store.currentGeneration.totalCount) objects in \(sets.count) change sets at .\(durability.rawValue): \(format(seconds)) s, \(format(processor)) s of processor time, \(format(Double(store.journal.statistics.bytes) / 1e6)) MB")
+        let (store, build) = try await commitWorkload(at: directory + "/store", objects: objects, batch: 10_000, seed: 1, durability: durability)
+        printLine("committed \(build.objects) objects in \(build.batches) change sets at .\(durability.rawValue): \(format(build.seconds)) s, \(format(build.processorSeconds)) s of processor time, \(format(Double(build.bytes) / 1e6)) MB")
         try? FileManager.default.removeItem(atPath: directory)
         withExtendedLifetime(store) { exit(0) }
     }
