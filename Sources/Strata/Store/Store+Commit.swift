@@ -557,18 +557,33 @@ struct CommitPlan {
     }
 
     private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
+        var last: (name: String, entity: Int)?
         for row in changes.inserted[rows] {
-            let entity = schema.entityIndex(named: row.id.entity)!
-            try checkObject(row.id, entity: entity, keys: 0..<schema.entities[entity].propertyCount, before: nil, in: next, lists: lists)
+            let entity: Int
+            if let last, last.name == row.id.entity {
+                entity = last.entity
+            } else {
+                entity = schema.entityIndex(named: row.id.entity)!
+                last = (row.id.entity, entity)
+            }
+            // An inserted row is in the next generation as sent: no need to look it up there.
+            try checkObject(row.id, entity: entity, values: row.values, keys: 0..<schema.layout.entities[entity].propertyCount,
+                            before: nil, in: next, lists: lists)
         }
     }
 
     private func checkObject(
         _ id: ObjectID, entity: Int, keys: some Sequence<Int>, before: [Value]?, in next: Generation, lists: InverseLists
     ) throws(StoreError) {
+        try checkObject(id, entity: entity, values: next.tables[entity][id.number]!.values, keys: keys, before: before, in: next, lists: lists)
+    }
+
+    /// Checks the properties `keys` of `id`, whose values in `next` are `values`.
+    private func checkObject(
+        _ id: ObjectID, entity: Int, values: [Value], keys: some Sequence<Int>, before: [Value]?, in next: Generation, lists: InverseLists
+    ) throws(StoreError) {
         // Read in place: no copy of the entity, its properties or a single target's array.
         let layout = schema.layout.entities[entity]
-        let values = next.tables[entity][id.number]!.values
         for index in keys {
             guard index >= layout.attributeCount else {
                 if let plain = layout.plainChecks[index] {
@@ -603,8 +618,15 @@ struct CommitPlan {
                 throw StoreError(.invalidTransaction, "\(id).\(name) lists an object twice", object: id, key: name)
             }
             let inverseIndex = layout.inverseIndexes[index]
+            // The encoder has checked that every target is of the relationship's destination,
+            // so its table is known without looking the target's entity up by name.
+            let destination: Int
+            switch layout.kinds[index] {
+            case .toOne(let entity), .toMany(let entity): destination = entity
+            case .attribute: preconditionFailure("\(layout.propertyNames[index]) of \(layout.name) is laid out as a relationship and an attribute")
+            }
             func check(_ target: ObjectID) throws(StoreError) {
-                guard let other = next.row(target) else {
+                guard let other = next.tables[destination][target.number] else {
                     let name = layout.propertyNames[index]
                     throw StoreError(.danglingReference, "\(id).\(name) refers to \(target), which does not exist", object: id, key: name)
                 }
