@@ -19,6 +19,7 @@ struct HTMLReport {
         h1 { font-size: 1.6em; } h2 { margin-top: 2.2em; border-bottom: 1px solid #ddd; }
         .verdict { background: #f4f6f8; border-left: 4px solid #4e79a7; padding: .6em 1em; }
         table { border-collapse: collapse; font-size: 12px; margin: 1em 0; }
+        .wide { overflow-x: auto; }
         th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
         th:first-child, td:first-child { text-align: left; }
         .bars { display: flex; flex-wrap: wrap; gap: 12px; }
@@ -54,9 +55,9 @@ struct HTMLReport {
 
     private func table(_ rows: [[String]]) -> String {
         guard let header = rows.first else { return "" }
-        var html = "<table><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr>\n"
+        var html = "<div class=\"wide\"><table><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr>\n"
         for row in rows.dropFirst() { html += "<tr>" + row.map { "<td>\(escape($0))</td>" }.joined() + "</tr>\n" }
-        return html + "</table>\n"
+        return html + "</table></div>\n"
     }
 
     /// Columns that say which configuration a row is, not what it measured: they label the
@@ -102,27 +103,42 @@ struct HTMLReport {
         return svg + "</svg>\n"
     }
 
+    /// Axis ticks from 0 at a round step (1, 2 or 5 times a power of ten), three to six steps
+    /// of it, the last at or just past `maximum`: the axis ends there.
+    static func ticks(upTo maximum: Double) -> [Double] {
+        let top = maximum > 0 && maximum.isFinite ? maximum : 1
+        let magnitude = pow(10, floor(log10(top / 4)))
+        let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { top / $0 <= 5 } ?? 10 * magnitude
+        let count = Int((top / step).rounded(.up))
+        return (0...max(count, 1)).map { Double($0) * step }
+    }
+
+    /// A tick's label with as many decimals as the ticks' step needs ("0.1", "5", "0.0002").
+    static func tickLabel(_ value: Double, of ticks: [Double]) -> String {
+        let step = ticks.count > 1 ? ticks[1] - ticks[0] : 1
+        return String(format: "%.\(max(0, Int(-floor(log10(step)))))f", value)
+    }
+
     private func lineChart(_ chart: LineChart) -> String {
         let width = 1000.0, height = 320.0, left = 56.0, right = 170.0, top = 24.0, bottom = 40.0
         let points = chart.series.flatMap(\.points)
-        let maxX = max(points.map(\.x).max() ?? 1, 1e-9)
-        let maxY = max(points.map(\.y).max() ?? 1, chart.guide?.y ?? 0, 1e-9) * 1.05
+        let xTicks = Self.ticks(upTo: points.map(\.x).max() ?? 1)
+        let yTicks = Self.ticks(upTo: max(points.map(\.y).max() ?? 1, chart.guide?.y ?? 0) * 1.05)
+        let maxX = xTicks.last!, maxY = yTicks.last!
         func px(_ x: Double) -> Double { left + (width - left - right) * x / maxX }
         func py(_ y: Double) -> Double { top + (height - top - bottom) * (1 - y / maxY) }
         var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\">"
         svg += "<text x=\"\(left)\" y=\"14\" font-weight=\"bold\">\(escape(chart.title))</text>\n"
         svg += "<line x1=\"\(left)\" y1=\"\(py(0))\" x2=\"\(width - right)\" y2=\"\(py(0))\" stroke=\"#999\"/>"
         svg += "<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(py(0))\" stroke=\"#999\"/>\n"
-        for step in 0...4 {
-            let y = maxY * Double(step) / 4, x = maxX * Double(step) / 4
-            svg += "<text x=\"\(left - 6)\" y=\"\(py(y) + 4)\" text-anchor=\"end\">\(format(y))</text>"
-            svg += "<text x=\"\(px(x))\" y=\"\(py(0) + 16)\" text-anchor=\"middle\">\(format(x))</text>\n"
-        }
+        for y in yTicks { svg += "<text x=\"\(left - 6)\" y=\"\(py(y) + 4)\" text-anchor=\"end\">\(Self.tickLabel(y, of: yTicks))</text>" }
+        for x in xTicks { svg += "<text x=\"\(px(x))\" y=\"\(py(0) + 16)\" text-anchor=\"middle\">\(Self.tickLabel(x, of: xTicks))</text>" }
+        svg += "\n"
         svg += "<text x=\"\((left + width - right) / 2)\" y=\"\(height - 6)\" text-anchor=\"middle\">\(escape(chart.xLabel))</text>"
         svg += "<text transform=\"translate(14 \((top + height - bottom) / 2)) rotate(-90)\" text-anchor=\"middle\">\(escape(chart.yLabel))</text>\n"
         if let guide = chart.guide {
             svg += "<line x1=\"\(left)\" y1=\"\(py(guide.y))\" x2=\"\(width - right)\" y2=\"\(py(guide.y))\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>"
-            svg += "<text x=\"\(width - right + 4)\" y=\"\(py(guide.y) + 4)\" fill=\"#c00\">\(escape(guide.label))</text>\n"
+            svg += "<text x=\"\(width - right - 4)\" y=\"\(py(guide.y) - 5)\" text-anchor=\"end\" style=\"fill: #c00\">\(escape(guide.label))</text>\n"
         }
         for (index, series) in chart.series.enumerated() {
             let colour = Self.palette[index % Self.palette.count]

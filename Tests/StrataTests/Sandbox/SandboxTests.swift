@@ -193,6 +193,19 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg") && html.contains("<polyline"), "a lateness chart")
         #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"), "no external assets, no scripts")
+        // The lateness chart's vertical axis: evenly spaced round numbers from 0, the last
+        // past the one-frame line (16.7 ms), written without trailing zeros.
+        let axis = html.components(separatedBy: "text-anchor=\"end\">").dropFirst().compactMap { $0.components(separatedBy: "</text>").first }
+        let ticks = axis.compactMap(Double.init)
+        #expect(ticks.count == axis.count && ticks.count >= 4 && ticks.first == 0, "vertical axis labels: \(axis)")
+        if ticks.count >= 4 {
+            let step = ticks[1]
+            let mantissa = step / pow(10, floor(log10(step)))
+            #expect([1.0, 2, 5].contains { abs($0 - mantissa) < 1e-9 }, "a round step: \(axis)")
+            #expect(ticks.enumerated().allSatisfy { abs($1 - Double($0) * step) < step * 1e-9 }, "evenly spaced: \(axis)")
+            #expect(ticks.last! >= 16.7, "the axis reaches the one-frame line: \(axis)")
+            #expect(!axis.contains { $0.contains(".") && $0.hasSuffix("0") }, "no trailing zeros: \(axis)")
+        }
     }
 
     @Test("shootout: visible-after runs from each save's own commit, also where the writer makes saves durable later (nested)")
