@@ -89,15 +89,23 @@ struct HTMLReport {
     private func barChart(_ rows: [[String]], column: Int) -> String {
         let labels = rows.dropFirst().map { label($0, header: rows[0]) }
         let values = rows.dropFirst().map { Double($0[column]) ?? 0 }
+        // One colour per first cell (a stack keeps its colour in every chart, as in the line
+        // charts), in the order the rows name them.
+        var firsts: [String] = []
+        for row in rows.dropFirst() where !firsts.contains(row[0]) { firsts.append(row[0]) }
         let top = max(values.max() ?? 0, 1e-12)
-        let barHeight = 16.0, labelWidth = 210.0, width = 400.0
+        // Labels are never cut: the label column is as wide as the longest (11 px text is
+        // at most about 6.5 px a character).
+        let barHeight = 16.0, barsWidth = 190.0
+        let labelWidth = max(120, Double(labels.map(\.count).max() ?? 0) * 6.5 + 10), width = labelWidth + barsWidth
         let height = Double(values.count) * (barHeight + 4) + 28
         var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\"><text x=\"0\" y=\"13\" font-weight=\"bold\">\(escape(rows[0][column]))</text>\n"
         for (index, value) in values.enumerated() {
             let y = 22 + Double(index) * (barHeight + 4)
-            let length = (width - labelWidth - 60) * value / top
-            svg += "<text x=\"0\" y=\"\(y + 12)\">\(escape(String(labels[index].prefix(34))))</text>"
-            svg += "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(max(length, 0.5))\" height=\"\(barHeight)\" fill=\"\(Self.palette[index % Self.palette.count])\"/>"
+            let length = (barsWidth - 60) * value / top
+            let colour = Self.palette[(firsts.firstIndex(of: rows[index + 1][0]) ?? index) % Self.palette.count]
+            svg += "<text x=\"0\" y=\"\(y + 12)\">\(escape(labels[index]))</text>"
+            svg += "<rect x=\"\(labelWidth)\" y=\"\(y)\" width=\"\(max(length, 0.5))\" height=\"\(barHeight)\" fill=\"\(colour)\"/>"
             svg += "<text x=\"\(labelWidth + length + 4)\" y=\"\(y + 12)\">\(escape(rows[index + 1][column]))</text>\n"
         }
         return svg + "</svg>\n"

@@ -100,6 +100,18 @@ import Testing
             return String(part[part.index(after: open)..<close])
         }
         #expect(Array(labels.drop { !$0.hasPrefix("full") }.prefix(2)) == ["full writers 1", "full writers 4"], "\(labels.prefix(4))")
+        // A bar's colour follows its row's first cell, as a stack's does in every chart: the
+        // saves/s chart's two `full` bars share one, `relaxed` has another.
+        let savesChart = try #require(html.components(separatedBy: "font-weight=\"bold\">saves/s</text>").dropFirst().first?
+            .components(separatedBy: "</svg>").first)
+        var colours: [String: String] = [:]
+        for bar in savesChart.components(separatedBy: "<text x=\"0\" y=\"").dropFirst() {
+            guard let label = bar.split(separator: ">").dropFirst().first?.split(separator: "<").first,
+                  let fill = bar.components(separatedBy: "fill=\"").dropFirst().first?.split(separator: "\"").first else { continue }
+            colours[String(label)] = String(fill)
+        }
+        #expect(colours["full writers 1"] != nil && colours["full writers 1"] == colours["full writers 4"], "\(colours)")
+        #expect(colours["relaxed writers 1"] != nil && colours["relaxed writers 1"] != colours["full writers 1"], "\(colours)")
     }
 
     @Test("list names every scenario and stack; a wrong name is a usage error")
