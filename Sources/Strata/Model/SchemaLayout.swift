@@ -7,6 +7,14 @@ final class SchemaLayout: Sendable {
         case attribute(AttributeType)
         case toOne(destination: Int)
         case toMany(destination: Int)
+
+        /// The entity a relationship's objects belong to; `nil` for an attribute.
+        var destination: Int? {
+            switch self {
+            case .attribute: nil
+            case .toOne(let destination), .toMany(let destination): destination
+            }
+        }
     }
 
     /// A class, so that hot paths holding one pay one retain, not one per array inside.

@@ -43,11 +43,7 @@ struct BoundKeyPath: Hashable {
     /// The entity the path's objects belong to, when it ends at a relationship (not `@count`):
     /// a literal compared with it names an object of that entity.
     var relationshipDestination: Int? {
-        guard !isCount else { return nil }
-        switch steps.last!.kind {
-        case .toOne(let destination), .toMany(let destination): return destination
-        case .attribute: return nil
-        }
+        isCount ? nil : steps.last!.kind.destination
     }
 
     /// Resolves `text` from `entity`.

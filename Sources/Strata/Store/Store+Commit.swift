@@ -112,19 +112,21 @@ struct CommitPlan {
     /// of them can be inserted again.
     func useInsertedNumbers(_ unused: inout [UnusedNumbers]) {
         do {
-            try forEachInsertedID { (id, entity) throws(StoreError) in unused[entity].use(id.number) }
+            try forEachInsertedID { (_, id, entity) throws(StoreError) in unused[entity].use(id.number) }
         } catch {
             preconditionFailure("the inserted objects' entities were checked when the plan was made: \(error)")
         }
     }
 
-    /// Calls `body` with each inserted object's ID and entity index, reading only the IDs
-    /// (copying a row retains its values) and looking an entity up once per run of rows of
-    /// the same entity.
-    private func forEachInsertedID(_ body: (ObjectID, Int) throws(StoreError) -> Void) throws(StoreError) {
+    /// Calls `body` with the row index, ID and entity index of each inserted object in
+    /// `range` (all of them by default), reading only the IDs (copying a row retains its
+    /// values) and looking an entity up once per run of rows of the same entity.
+    private func forEachInsertedID(
+        in range: Range<Int>? = nil, _ body: (_ row: Int, ObjectID, _ entity: Int) throws(StoreError) -> Void
+    ) throws(StoreError) {
         try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
             var last: (name: String, entity: Int)?
-            for i in rows.indices {
+            for i in range ?? rows.indices {
                 let id = rows[i].id
                 let entity: Int
                 if let last, last.name == id.entity {
@@ -133,7 +135,7 @@ struct CommitPlan {
                     entity = try entityIndex(id)
                     last = (id.entity, entity)
                 }
-                try body(id, entity)
+                try body(i, id, entity)
             }
         }
     }
@@ -149,7 +151,7 @@ struct CommitPlan {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
-        try forEachInsertedID { (id, entity) throws(StoreError) in
+        try forEachInsertedID { (_, id, entity) throws(StoreError) in
             try once(id, entity, &seen)
             guard unused[entity].contains(id.number) else {
                 if head.tables[entity][id.number] != nil {
@@ -557,17 +559,9 @@ struct CommitPlan {
     }
 
     private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
-        var last: (name: String, entity: Int)?
-        for row in changes.inserted[rows] {
-            let entity: Int
-            if let last, last.name == row.id.entity {
-                entity = last.entity
-            } else {
-                entity = schema.entityIndex(named: row.id.entity)!
-                last = (row.id.entity, entity)
-            }
+        try forEachInsertedID(in: rows) { (row, id, entity) throws(StoreError) in
             // An inserted row is in the next generation as sent: no need to look it up there.
-            try checkObject(row.id, entity: entity, values: row.values, keys: 0..<schema.layout.entities[entity].propertyCount,
+            try checkObject(id, entity: entity, values: changes.inserted[row].values, keys: 0..<schema.layout.entities[entity].propertyCount,
                             before: nil, in: next, lists: lists)
         }
     }
@@ -620,10 +614,8 @@ struct CommitPlan {
             let inverseIndex = layout.inverseIndexes[index]
             // The encoder has checked that every target is of the relationship's destination,
             // so its table is known without looking the target's entity up by name.
-            let destination: Int
-            switch layout.kinds[index] {
-            case .toOne(let entity), .toMany(let entity): destination = entity
-            case .attribute: preconditionFailure("\(layout.propertyNames[index]) of \(layout.name) is laid out as a relationship and an attribute")
+            guard let destination = layout.kinds[index].destination else {
+                preconditionFailure("\(layout.propertyNames[index]) of \(layout.name) is laid out as a relationship and an attribute")
             }
             func check(_ target: ObjectID) throws(StoreError) {
                 guard let other = next.tables[destination][target.number] else {
