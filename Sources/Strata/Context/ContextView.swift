@@ -52,7 +52,7 @@ struct ContextView: Sendable {
 
     /// The object's row, or `nil` if it does not exist in this view.
     func row(_ id: ObjectID) -> Row? {
-        guard let entity = schema.entityIndex(named: id.entity) else { return nil }
+        guard let entity = schema.entityIndex(of: id) else { return nil }
         return row(entity: entity, number: id.number)
     }
 
@@ -70,7 +70,7 @@ struct ContextView: Sendable {
     /// The object of an entity whose unique attribute holds `value` in this view.
     func holder(entity: Int, uniqueValue value: Value) -> ObjectID? {
         guard let attribute = schema.layout.entities[entity].uniqueAttribute, !value.isNull else { return nil }
-        let name = schema.entities[entity].name
+        let name = schema.layout.entityNames[entity]
         var candidates: [UInt64] = []
         for layer in layers {
             if let number = layer.uniques[entity]?[value] { candidates.append(number) }
@@ -78,7 +78,7 @@ struct ContextView: Sendable {
         if let number = generation.uniqueIndexes[entity]?[value] { candidates.append(number) }
         for number in candidates {
             if let row = row(entity: entity, number: number), row.values[attribute] == value {
-                return ObjectID(entity: name, number: number)
+                return ObjectID(entityName: name, number: number)
             }
         }
         return nil

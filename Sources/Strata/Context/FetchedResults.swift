@@ -139,12 +139,12 @@ public final class FetchedResults<Object: ManagedObject> {
         }
         let (bound, rows) = try graph.matches(request, pending: pending)
         let reader = ContextReader(graph: graph, view: pending?.view ?? graph.link.sourceView())
-        let name = graph.schema.entities[bound.entity].name
+        let name = graph.schema.layout.entityNames[bound.entity]
         var sections: [ResultsSnapshot.Section] = []
         let sectionPath = sectionKey == nil ? nil : bound.sort.first?.path
         for row in rows {
             let key = sectionPath.map { $0.resolve(row.values, reader: reader).first ?? .null } ?? .null
-            let id = ObjectID(entity: name, number: row.number)
+            let id = ObjectID(entityName: name, number: row.number)
             if !sections.isEmpty, sections[sections.count - 1].key == key {
                 sections[sections.count - 1].ids.append(id)  // in place (no copy of the section held)
             } else {

@@ -30,8 +30,8 @@ extension ObjectContext {
     public func fetchIDs(_ request: FetchRequest) throws(StoreError) -> [ObjectID] {
         try link.measure(.fetch, objects: { $0.count }) { () throws(StoreError) -> [ObjectID] in
             let (bound, rows) = try graph.matches(request, values: false)
-            let name = schema.entities[bound.entity].name
-            return rows.map { ObjectID(entity: name, number: $0.number) }
+            let name = schema.layout.entityNames[bound.entity]
+            return rows.map { ObjectID(entityName: name, number: $0.number) }
         }
     }
 

@@ -211,7 +211,7 @@ public actor ObjectContext {
     ///   never saved where the context can see it, deleted elsewhere, or deleted in this
     ///   context (pending save; unlike Core Data, which returns such an object).
     public func existingObject(with id: ObjectID) throws(StoreError) -> ManagedObject {
-        guard schema.entityIndex(named: id.entity) != nil else {
+        guard schema.entityIndex(of: id) != nil else {
             throw StoreError(.objectNotFound, "\(id): schema \"\(schema.name)\" has no entity \"\(id.entity)\"", object: id)
         }
         let object = graph.object(with: id)

@@ -424,7 +424,7 @@ extension ObjectGraph {
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
         for row in save.inserted {
-            let entity = entityIndex(named: row.id.entity)
+            let entity = entityIndex(of: row.id)
             let type = modelClass(for: entity) ?? ManagedObject.self
             let object = type.init(ObjectToken(id: row.id, graph: self, entityIndex: entity))
             object.storage = row.values
@@ -519,7 +519,7 @@ extension ObjectGraph {
                 // the child related to it lets go of it again — or, for a deletion pending
                 // here, follows its delete rules.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
-                let entity = entityIndex(named: update.id.entity)
+                let entity = entityIndex(of: update.id)
                 for change in update.changes {
                     guard let info = relationships[entity][change.index] else { continue }
                     dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
@@ -695,13 +695,13 @@ extension ObjectGraph {
         var claims: [(ObjectID, Int, Int, Value)] = []
         var released = Set<ObjectID>(deleted)
         for row in inserted {
-            let entity = entityIndex(named: row.id.entity)
+            let entity = entityIndex(of: row.id)
             if let attribute = schema.layout.entities[entity].uniqueAttribute, !row.values[attribute].isNull {
                 claims.append((row.id, entity, attribute, row.values[attribute]))
             }
         }
         for update in updated {
-            let entity = entityIndex(named: update.id.entity)
+            let entity = entityIndex(of: update.id)
             guard let attribute = schema.layout.entities[entity].uniqueAttribute,
                 let change = update.changes.first(where: { $0.index == attribute })
             else { continue }
@@ -783,7 +783,7 @@ extension ObjectGraph {
         guard !layers.isEmpty else { return [] }
         let values = save.values, changedKeys = save.changedKeys
         return save.updated.filter { id in
-            guard let entity = schema.entityIndex(named: id.entity),
+            guard let entity = schema.entityIndex(of: id),
                   registered[id] == nil, let theirs = values[id], let keys = changedKeys[id], !keys.isEmpty
             else { return false }
             let holder = layers.first { $0.rows[entity][id.number] != nil }
@@ -856,7 +856,7 @@ extension ObjectGraph {
         let shown = shown ?? { [registered] in registered[$0]?.storage }
         var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
         for (id, indexes) in updated {
-            guard let entity = schema.entityIndex(named: id.entity) else { continue }
+            guard let entity = schema.entityIndex(of: id) else { continue }
             let names = schema.layout.entities[entity].propertyNames
             changedKeys[id] = indexes.map { names[$0] }
         }

@@ -183,6 +183,14 @@ final class ObjectGraph {
         return index
     }
 
+    /// The storage index of an ID's entity.
+    func entityIndex(of id: ObjectID) -> Int {
+        guard let index = schema.entityIndex(of: id) else {
+            preconditionFailure("schema \"\(schema.name)\" has no entity \"\(id.entity)\" (of \(id)); its entities are \(schema.entities.map(\.name))")
+        }
+        return index
+    }
+
     func register(_ type: ManagedObject.Type) -> Int {
         // Known classes are found by identity: `entityName` makes a string (from the type's
         // name, unless overridden) each time it is asked.
@@ -208,9 +216,9 @@ final class ObjectGraph {
         }
         // While a typed key path is read on a probe, its to-one relationships lead to the next
         // probe; otherwise number 0 is an ID like any other that no object has.
-        if id.number == 0, recordedKeys != nil, let entity = schema.entityIndex(named: id.entity) { return probe(entity: entity) }
+        if id.number == 0, recordedKeys != nil, let entity = schema.entityIndex(of: id) { return probe(entity: entity) }
         precondition(!isTornDown, "object(with: \(id)): the context was discarded")
-        let entity = entityIndex(named: id.entity)
+        let entity = entityIndex(of: id)
         let type = modelClass(for: entity) ?? ManagedObject.self
         let object = type.init(ObjectToken(id: id, graph: self, entityIndex: entity))
         registered[id] = object
@@ -738,7 +746,7 @@ final class ObjectGraph {
             return layer
         }
         for id in unpublished {
-            let entity = entityIndex(named: id.entity)
+            let entity = entityIndex(of: id)
             let number = id.number
             guard let object = registered[id] else {
                 layer.rows[entity][number] = nil

@@ -14,16 +14,16 @@ struct PendingRows {
     /// The changed rows of one entity in a context, as `view` and the graph show them.
     init(entity: Int, graph: ObjectGraph, view: ContextView) {
         for layer in view.layers { layer.rows[entity].forEach { number, _ in changed.insert(number) } }
-        let name = graph.schema.entities[entity].name
+        let name = graph.schema.layout.entityNames[entity]
         // Each set in turn, without gathering them (this runs for every fetch that includes
         // pending changes).
-        for id in graph.inserted where id.entity == name { changed.insert(id.number) }
-        for id in graph.updated where id.entity == name { changed.insert(id.number) }
-        for id in graph.deleted where id.entity == name { changed.insert(id.number) }
+        for id in graph.inserted where id.entityName === name { changed.insert(id.number) }
+        for id in graph.updated where id.entityName === name { changed.insert(id.number) }
+        for id in graph.deleted where id.entityName === name { changed.insert(id.number) }
         guard !changed.isEmpty else { return }
         let reader = ContextReader(graph: graph, view: view)
         rows.reserveCapacity(changed.count)
-        for number in changed { rows.append((number, reader.values(of: ObjectID(entity: name, number: number)))) }
+        for number in changed { rows.append((number, reader.values(of: ObjectID(entityName: name, number: number)))) }
     }
 
     /// Changed rows per entity, and indexes of them per attribute, worked out on first use

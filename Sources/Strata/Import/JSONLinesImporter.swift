@@ -258,7 +258,7 @@ public struct JSONLinesImporter {
         }
         var explicitID: ObjectID?
         if let idText {
-            guard let id = ObjectID(parsing: idText), id.entity == e.name else {
+            guard let id = ObjectID(parsing: idText, of: e.name) else {
                 throw fail("\"id\" \"\(idText)\" is not an ID of \(e.name) such as \"\(e.name)/1\"")
             }
             explicitID = id
@@ -306,7 +306,6 @@ public struct JSONLinesImporter {
                     id = store.allocateObjectID(entity: entity)
                 }
             }
-            id = ObjectID(entity: e.name, number: id.number)
             object = staged.count
             register(id, entity: entity, at: object)
             staged.append(Staged(id: id, entity: entity, values: e.initialValues, base: nil, line: line))
@@ -380,7 +379,7 @@ public struct JSONLinesImporter {
     private func lookup(_ key: Value, entity: Int) -> ObjectID? {
         if let id = keyIndex[entity][key] { return id.number == 0 ? nil : id }
         guard let number = head.uniqueIndexes[entity]?[key] else { return nil }
-        return ObjectID(entity: info[entity].name, number: number)
+        return ObjectID(entityName: head.schema.layout.entityNames[entity], number: number)
     }
 
     /// The largest number a line may give a new object by `"id"`: a store counts its numbers
@@ -390,7 +389,7 @@ public struct JSONLinesImporter {
 
     /// The staged copy of an object, loading it from the store the first time.
     private mutating func touch(_ id: ObjectID) -> Int {
-        let entity = schema.entityIndex(named: id.entity)!
+        let entity = schema.entityIndex(of: id)!
         if let index = stagedObject(id, entity: entity) { return index }
         let row = head.tables[entity][id.number]!
         let index = staged.count
@@ -400,7 +399,7 @@ public struct JSONLinesImporter {
     }
 
     private func exists(_ id: ObjectID) -> Bool {
-        guard let entity = schema.entityIndex(named: id.entity) else { return false }
+        guard let entity = schema.entityIndex(of: id) else { return false }
         return stagedObject(id, entity: entity) != nil || head.contains(id)
     }
 
@@ -441,7 +440,7 @@ public struct JSONLinesImporter {
             // the same (a dump writes it for an object without a key where the key is a string).
             if case .object(let pairs) = json {
                 guard pairs.count == 1, pairs[0].key == "id", case .string(let text) = pairs[0].value,
-                      let id = ObjectID(parsing: text), id.entity == destination.name else {
+                      let id = ObjectID(parsing: text, of: destination.name) else {
                     throw ImportError(line: line, message: "\(name): a reference by ID is {\"id\": \"\(destination.name)/1\"}, not \(json.text)")
                 }
                 return .id(id)
@@ -451,7 +450,7 @@ public struct JSONLinesImporter {
                 // where no key reads the same: for a key that is neither text nor data (whose
                 // base64 may read "File/123"), that is the ID.
                 if ![.string, .data].contains(destination.entity.attributes[u].type), case .string(let text) = json,
-                   let id = ObjectID(parsing: text), id.entity == destination.name {
+                   let id = ObjectID(parsing: text, of: destination.name) {
                     return .id(id)
                 }
                 switch Value.fromJSON(json, as: destination.entity.attributes[u].type) {
@@ -461,7 +460,7 @@ public struct JSONLinesImporter {
                     throw ImportError(line: line, message: "\(name): a reference to \(destination.name) by \"\(destination.entity.attributes[u].name)\": \(error.reason)")
                 }
             }
-            guard case .string(let text) = json, let id = ObjectID(parsing: text), id.entity == destination.name else {
+            guard case .string(let text) = json, let id = ObjectID(parsing: text, of: destination.name) else {
                 throw ImportError(line: line, message: destination.unique == nil
                     ? "\(name): \(destination.name) has no unique attribute, so a reference is an ID such as \"\(destination.name)/1\", not \(json.text)"
                     : "\(name): \(json.text) does not name a \(destination.name)")
@@ -782,7 +781,7 @@ public struct JSONLinesImporter {
                 committedLines = summary.lines
                 report(.committed(transaction: committed.transaction, lines: summary.lines))
             case .failure(let error):
-                let line = error.object.flatMap { id in schema.entityIndex(named: id.entity).flatMap { stagedObject(id, entity: $0) } }
+                let line = error.object.flatMap { id in schema.entityIndex(of: id).flatMap { stagedObject(id, entity: $0) } }
                     .map { staged[$0].line } ?? 0
                 throw ImportError(line: line, message: error.message, storeError: error)
             }

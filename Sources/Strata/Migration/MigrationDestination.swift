@@ -181,7 +181,7 @@ public final class MigrationDestination {
     /// Whether a source object has nothing made from it: a transform made nothing, or the
     /// step removes its entity (and no transform reads it).
     func isDropped(_ id: ObjectID) -> Bool {
-        guard let s = step.source.entityIndex(named: id.entity) else { return false }
+        guard let s = step.source.entityIndex(of: id) else { return false }
         guard step.transforms[step.source.entities[s].name] != nil else { return step.mapping.destinationOfSource[s] == nil }
         return slots.slot(made[s], id.number).isEmpty
     }
@@ -302,7 +302,7 @@ public final class MigrationDestination {
 
     /// The source object a destination object was made from: by a transform, or carried over.
     public func sourceObject(of id: ObjectID) -> MigrationSourceObject? {
-        guard let entity = schema.entityIndex(named: id.entity) else { return nil }
+        guard let entity = schema.entityIndex(of: id) else { return nil }
         if let source = origin(entity, id.number) { return reader.object(source) }
         guard let s = step.mapping.entities[entity].source, step.transforms[step.source.entities[s].name] == nil else { return nil }
         return reader.object(ObjectID(entity: step.source.entities[s].name, number: id.number))
@@ -333,7 +333,7 @@ public final class MigrationDestination {
     }
 
     private func locate(_ id: ObjectID, _ key: String) throws(MigrationError) -> (Int, Int) {
-        guard let entity = schema.entityIndex(named: id.entity), spill.contains(entity, id.number) else {
+        guard let entity = schema.entityIndex(of: id), spill.contains(entity, id.number) else {
             throw failure("\(id) does not exist in the new store", entity: id.entity, object: id, key: key)
         }
         guard let property = schema.layout.entities[entity].propertyNames.firstIndex(of: key) else {

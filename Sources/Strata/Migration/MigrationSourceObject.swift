@@ -59,7 +59,7 @@ final class MigrationSourceReader: Sendable {
     init(_ generation: Generation) { self.generation = generation }
 
     func object(_ id: ObjectID) -> MigrationSourceObject? {
-        guard let entity = generation.schema.entityIndex(named: id.entity), let row = generation.tables[entity][id.number] else {
+        guard let entity = generation.schema.entityIndex(of: id), let row = generation.tables[entity][id.number] else {
             return nil
         }
         return MigrationSourceObject(id: id, values: row.values, reader: self, entityIndex: entity)

@@ -42,6 +42,8 @@ final class MigrationSpill: @unchecked Sendable {
     let slots: PagedSlots
     /// Entity names by encoded index: the schema's, then any other name a value referred to.
     @exclusivity(unchecked) private var names: [String]
+    /// `names`, interned, for the IDs read back.
+    @exclusivity(unchecked) private var internedNames: [EntityName]
     @exclusivity(unchecked) private var entityIndexes: [String: Int]
     /// Per destination entity: its area of `slots` (object number → its newest record:
     /// offset, length; an empty slot is a missing object), its object count, its highest number.
@@ -88,6 +90,7 @@ final class MigrationSpill: @unchecked Sendable {
         }
         self.slots = slots
         names = schema.entities.map(\.name)
+        internedNames = names.map(EntityName.interned)
         entityIndexes = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
         areas = schema.entities.map { _ in slots.makeArea() }
         counts = schema.entities.map { _ in 0 }
@@ -163,6 +166,7 @@ final class MigrationSpill: @unchecked Sendable {
         if entityIndexes[name] == nil {
             entityIndexes[name] = names.count
             names.append(name)
+            internedNames.append(EntityName.interned(name))
         }
     }
 
@@ -253,7 +257,7 @@ final class MigrationSpill: @unchecked Sendable {
             let count = try reader.readCount("a value count", limit: bytes.count)
             var values: [Value] = []
             values.reserveCapacity(count)
-            for _ in 0..<count { values.append(try reader.readValue(names: names)) }
+            for _ in 0..<count { values.append(try reader.readValue(names: internedNames)) }
             return values
         }
     }

@@ -76,7 +76,7 @@ enum Migrator {
         var failure: StoreError?
         inferred.forEachRow { row in
             guard failure == nil else { return }
-            do throws(StoreError) { try spill.write(step.destination.entityIndex(named: row.id.entity)!, row.id.number, row.values) } catch {
+            do throws(StoreError) { try spill.write(step.destination.entityIndex(of: row.id)!, row.id.number, row.values) } catch {
                 failure = error
             }
         }

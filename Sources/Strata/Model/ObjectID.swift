@@ -9,24 +9,53 @@
 /// print(id)                                   // Artist/42
 /// ObjectID(parsing: "Artist/42") == id        // true
 /// ```
+///
+/// An ID is two words: its entity's name is interned — kept once per process, for the life
+/// of the process — and the ID refers to it. Build IDs from your schema's entity names;
+/// text from outside that may name anything is best checked against the entity you expect
+/// before it becomes an ID (the importer and predicates do so).
 public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
-    /// The name of the object's entity.
-    public let entity: String
+    /// The entity's interned name. Interned names are never freed, so the ID holds it
+    /// without a reference count (copies cost no retain and release).
+    unowned(unsafe) let entityName: EntityName
     /// The number the store allocated for the object, unique within its entity; never 0.
     public let number: UInt64
 
+    /// The name of the object's entity.
+    public var entity: String { entityName.string }
+
     /// Creates an identifier from an entity name and a number.
     public init(entity: String, number: UInt64) {
-        self.entity = entity
+        self.init(entityName: EntityName.interned(entity), number: number)
+    }
+
+    /// Creates an identifier from an interned entity name (see ``SchemaLayout/entityNames``),
+    /// without looking the name up.
+    init(entityName: EntityName, number: UInt64) {
+        self.entityName = entityName
         self.number = number
     }
 
     /// Parses the `Entity/number` form; returns `nil` for anything else.
     public init?(parsing text: some StringProtocol) {
+        guard let (entity, number) = Self.parts(of: text) else { return nil }
+        self.init(entity: String(entity), number: number)
+    }
+
+    /// Parses the `Entity/number` form of an ID of `entity`; returns `nil` for anything
+    /// else. Text naming another entity is refused before its name is interned, so input
+    /// that names many entities does not grow the table of names.
+    init?(parsing text: some StringProtocol, of entity: String) {
+        guard let (name, number) = Self.parts(of: text), name == entity else { return nil }
+        self.init(entity: entity, number: number)
+    }
+
+    /// The entity name and number of the `Entity/number` form, or `nil`.
+    static func parts<Text: StringProtocol>(of text: Text) -> (entity: Text.SubSequence, number: UInt64)? {
         guard let slash = text.lastIndex(of: "/"), slash != text.startIndex,
             let number = UInt64(text[text.index(after: slash)...]), number > 0
         else { return nil }
-        self.init(entity: String(text[..<slash]), number: number)
+        return (text[..<slash], number)
     }
 
     public var description: String { "\(entity)/\(number)" }
@@ -35,18 +64,17 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
     /// (done for every object in every identity map and set) never walks the name.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(number)
-        hasher.combine(entity.utf8.count)
+        hasher.combine(entityName.utf8Count)
     }
 
-    /// Compares numbers first: IDs in one list mostly share their entity, so most unequal
-    /// pairs differ by number and the names are never compared.
+    /// Compares numbers, then entities by identity (each name is interned once).
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.number == rhs.number && lhs.entity == rhs.entity
+        lhs.number == rhs.number && lhs.entityName === rhs.entityName
     }
 
     /// Orders by entity name, then by number: the stable order dumps and tests use.
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.entity == rhs.entity ? lhs.number < rhs.number : lhs.entity < rhs.entity
+        lhs.entityName === rhs.entityName ? lhs.number < rhs.number : lhs.entity < rhs.entity
     }
 
     public init(from decoder: any Decoder) throws {

@@ -70,6 +70,9 @@ public struct Schema: Sendable, Hashable {
     /// The storage index of the entity with this name, if any.
     public func entityIndex(named name: String) -> Int? { layout.entityIndex(named: name) }
 
+    /// The storage index of an ID's entity (its interned name compared by identity).
+    func entityIndex(of id: ObjectID) -> Int? { layout.entityIndex(of: id) }
+
     /// The entity with this name, if any.
     public func entity(named name: String) -> Entity? {
         layout.entityIndex(named: name).map { entities[$0] }

@@ -81,6 +81,20 @@ final class SchemaLayout: Sendable {
     }
     /// The entity names in storage order, for the linear lookup of small schemas.
     private let names: [String]
+    /// The entity names in storage order, interned: what the store's IDs hold.
+    let entityNames: [EntityName]
+    /// Storage indexes by interned name, for schemas too large to search in turn.
+    private let indexesByName: [ObjectIdentifier: Int]
+
+    /// The storage index of an ID's entity: its interned name compared by identity.
+    @inline(__always)
+    func entityIndex(of id: ObjectID) -> Int? {
+        if entityNames.count <= 8 {
+            for i in entityNames.indices where entityNames[i] === id.entityName { return i }
+            return nil
+        }
+        return indexesByName[ObjectIdentifier(id.entityName)]
+    }
 
     /// The storage index of an entity. Small schemas compare names in turn (small strings
     /// compare in a few instructions, faster than hashing the name); larger ones hash.
@@ -98,6 +112,10 @@ final class SchemaLayout: Sendable {
         for (i, entity) in entities.enumerated() where indexes[entity.name] == nil { indexes[entity.name] = i }
         entityIndexes = indexes
         names = entities.map(\.name)
+        entityNames = entities.map { EntityName.interned($0.name) }
+        var byName: [ObjectIdentifier: Int] = [:]
+        for (i, name) in entityNames.enumerated() where byName[ObjectIdentifier(name)] == nil { byName[ObjectIdentifier(name)] = i }
+        indexesByName = byName
         self.entities = entities.map { entity in
             let kinds = entity.attributes.map { Kind.attribute($0.type) }
                 + entity.relationships.map { r -> Kind in

@@ -40,7 +40,7 @@ extension ByteWriter {
 extension ByteReader {
     /// Decodes a tagged value. `names` maps an entity's storage index to its name; an index
     /// past its end is a decoding failure.
-    mutating func readValue(names: [String]) throws(DecodeFailure) -> Value {
+    mutating func readValue(names: [EntityName]) throws(DecodeFailure) -> Value {
         let tagOffset = offset
         let raw = try readByte()
         guard let tag = ValueTag(rawValue: raw) else {
@@ -67,7 +67,7 @@ extension ByteReader {
         }
     }
 
-    mutating func readObjectID(names: [String]) throws(DecodeFailure) -> ObjectID {
+    mutating func readObjectID(names: [EntityName]) throws(DecodeFailure) -> ObjectID {
         let at = offset
         let index = try readCount("an entity index", limit: Int(Int32.max))
         guard index < names.count else {
@@ -76,7 +76,7 @@ extension ByteReader {
         let name = names[index]
         let numberOffset = offset
         let number = try readVarint()
-        guard number > 0 else { throw DecodeFailure(offset: numberOffset, reason: "object number 0 of \(name)") }
-        return ObjectID(entity: name, number: number)
+        guard number > 0 else { throw DecodeFailure(offset: numberOffset, reason: "object number 0 of \(name.string)") }
+        return ObjectID(entityName: name, number: number)
     }
 }

@@ -366,14 +366,14 @@ final class BoundComparison {
         switch value {
         case .null, .object: return value
         case .string(let text):
-            guard let id = ObjectID(parsing: text) else {
+            guard let (entity, number) = ObjectID.parts(of: text) else {
                 throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); \"\(text)\" is not an object ID like \(destination)/1",
                                  key: key)
             }
-            guard id.entity == destination else {
-                throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); \(id) is not one of its objects", key: key)
+            guard entity == destination else {
+                throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); \(text) is not one of its objects", key: key)
             }
-            return .object(id)
+            return .object(ObjectID(entity: destination, number: number))
         default:
             throw StoreError(.invalidQuery, "\"\(key)\" is a relationship to \(destination); compare it with an object ID like \"\(destination)/1\" or nil, not \(value)",
                              key: key)

@@ -7,9 +7,9 @@ extension Generation {
     /// - Throws: ``StoreError/Code/invalidQuery`` naming the unknown entity or key.
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoredObject] {
         let bound = try BoundRequest(request, schema: schema)
-        let name = schema.entities[bound.entity].name
+        let name = schema.layout.entityNames[bound.entity]
         return matches(bound).map { number, values in
-            StoredObject(id: ObjectID(entity: name, number: number), values: values,
+            StoredObject(id: ObjectID(entityName: name, number: number), values: values,
                          version: tables[bound.entity][number]!.version)
         }
     }

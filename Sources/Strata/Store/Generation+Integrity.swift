@@ -26,7 +26,7 @@ extension Generation {
             var uniqueSeen: [Value: UInt64] = [:]
             let uniqueIndex = entity.attributes.firstIndex(where: \.isUnique)
             for (number, row) in tables[index] {
-                let id = ObjectID(entity: entity.name, number: number)
+                let id = ObjectID(entityName: schema.layout.entityNames[index], number: number)
                 for (i, attribute) in entity.attributes.enumerated() {
                     if let problem = AttributeCheck.problem(with: row.values[i], for: attribute), add(id, attribute.name, problem) {
                         return problems

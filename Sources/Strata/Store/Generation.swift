@@ -65,13 +65,13 @@ public struct Generation: Sendable {
 
     /// The object with this ID, or `nil` if it does not exist in this generation.
     public func object(_ id: ObjectID) -> StoredObject? {
-        guard let entity = schema.entityIndex(named: id.entity), let row = tables[entity][id.number] else { return nil }
+        guard let entity = schema.entityIndex(of: id), let row = tables[entity][id.number] else { return nil }
         return StoredObject(id: id, values: row.values, version: row.version)
     }
 
     /// The stored row of an object, if it exists (no ``StoredObject`` is made).
     func row(_ id: ObjectID) -> StoredRow? {
-        guard let entity = schema.entityIndex(named: id.entity) else { return nil }
+        guard let entity = schema.entityIndex(of: id) else { return nil }
         return tables[entity][id.number]
     }
 
@@ -86,8 +86,8 @@ public struct Generation: Sendable {
     /// Every object of an entity, in object-number order.
     public func objects(of entity: String) -> [StoredObject] {
         guard let index = schema.entityIndex(named: entity) else { return [] }
-        let name = schema.entities[index].name
-        return tables[index].map { StoredObject(id: ObjectID(entity: name, number: $0.key), values: $0.element.values, version: $0.element.version) }
+        let name = schema.layout.entityNames[index]
+        return tables[index].map { StoredObject(id: ObjectID(entityName: name, number: $0.key), values: $0.element.values, version: $0.element.version) }
     }
 
     /// The object whose unique attribute has this value, if the entity declares one.
@@ -95,7 +95,7 @@ public struct Generation: Sendable {
         guard let index = schema.entityIndex(named: entity), let unique = uniqueIndexes[index],
             let number = unique[uniqueValue]
         else { return nil }
-        return object(ObjectID(entity: schema.entities[index].name, number: number))
+        return object(ObjectID(entityName: schema.layout.entityNames[index], number: number))
     }
 
     /// The highest object number committed for an entity (deleted objects included).
@@ -161,7 +161,7 @@ public struct Generation: Sendable {
 
     /// Whether the object exists in this generation.
     public func contains(_ id: ObjectID) -> Bool {
-        guard let entity = schema.entityIndex(named: id.entity) else { return false }
+        guard let entity = schema.entityIndex(of: id) else { return false }
         return tables[entity][id.number] != nil
     }
 
@@ -172,17 +172,11 @@ public struct Generation: Sendable {
     mutating func detachIndexes(touchedBy record: TransactionRecord) {
         guard sortedIndexes.contains(where: { !$0.isEmpty }) else { return }
         var touched = [Bool](repeating: false, count: sortedIndexes.count)
-        var last: (name: String, entity: Int)?
-        func mark(_ name: String) {
-            if let last, last.name == name { return }
-            let entity = schema.entityIndex(named: name)!
-            last = (name, entity)
-            touched[entity] = true
-        }
+        func mark(_ id: ObjectID) { touched[schema.entityIndex(of: id)!] = true }
         // Reads only each row's ID (copying a row retains its values).
-        record.inserted.withUnsafeBufferPointer { rows in for i in rows.indices { mark(rows[i].id.entity) } }
-        for update in record.updated { mark(update.id.entity) }
-        for id in record.deleted { mark(id.entity) }
+        record.inserted.withUnsafeBufferPointer { rows in for i in rows.indices { mark(rows[i].id) } }
+        for update in record.updated { mark(update.id) }
+        for id in record.deleted { mark(id) }
         let demand = indexDemand.current
         for entity in touched.indices where touched[entity] && !sortedIndexes[entity].isEmpty {
             sortedIndexes[entity] = Dictionary(uniqueKeysWithValues: sortedIndexes[entity].map { attribute, box in
@@ -227,20 +221,20 @@ public struct Generation: Sendable {
     mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
         // What each entity needs is looked up once per run of rows of the same entity.
-        var last: (name: String, entity: Int, unique: Int?, ordered: [Int])?
+        var last: (name: EntityName, entity: Int, unique: Int?, ordered: [Int])?
         for row in record.inserted {
-            if last?.name != row.id.entity {
-                let entity = schema.entityIndex(named: row.id.entity)!
+            if last?.name !== row.id.entityName {
+                let entity = schema.entityIndex(of: row.id)!
                 let layout = schema.layout.entities[entity]
-                last = (row.id.entity, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
+                last = (row.id.entityName, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
             }
             guard let (_, entity, unique, ordered) = last else { continue }
             insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)
         }
         for update in record.updated {
-            updateRow(update.id, entity: schema.entityIndex(named: update.id.entity)!, changes: update.changes, version: record.number)
+            updateRow(update.id, entity: schema.entityIndex(of: update.id)!, changes: update.changes, version: record.number)
         }
-        for id in record.deleted { deleteRow(id, entity: schema.entityIndex(named: id.entity)!) }
+        for id in record.deleted { deleteRow(id, entity: schema.entityIndex(of: id)!) }
         transaction = record.number
     }
 }
@@ -253,7 +247,7 @@ extension Generation: JournalReplayTarget, CheckpointSource {
     }
 
     public mutating func loadCheckpointRow(_ row: RowImage) throws(ReplayError) {
-        guard let entity = schema.entityIndex(named: row.id.entity) else { throw ReplayError("unknown entity of \(row.id)") }
+        guard let entity = schema.entityIndex(of: row.id) else { throw ReplayError("unknown entity of \(row.id)") }
         // A checkpoint keeps no row's own version: its rows take the checkpoint's transaction
         // (set by `beginCheckpoint`), never 0, which a change set's base version uses for
         // "not read from the store" — a row read from a checkpoint and changed since must
@@ -305,9 +299,8 @@ extension Generation: JournalReplayTarget, CheckpointSource {
 
     /// Calls `body` with every object's row, entity by entity, in object-number order.
     public func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
-        for (i, entity) in schema.entities.enumerated() {
-            let name = entity.name
-            try tables[i].forEach { number, row in try body(RowImage(id: ObjectID(entity: name, number: number), values: row.values)) }
+        for (i, interned) in schema.layout.entityNames.enumerated() {
+            try tables[i].forEach { number, row in try body(RowImage(id: ObjectID(entityName: interned, number: number), values: row.values)) }
         }
     }
 }

@@ -102,7 +102,7 @@ struct CommitPlan {
     }
 
     private func entityIndex(_ id: ObjectID) throws(StoreError) -> Int {
-        guard let index = schema.entityIndex(named: id.entity) else {
+        guard let index = schema.entityIndex(of: id) else {
             throw StoreError(.invalidTransaction, "the schema has no entity \"\(id.entity)\"; its entities are \(schema.entities.map(\.name))", object: id)
         }
         return index
@@ -120,22 +120,14 @@ struct CommitPlan {
 
     /// Calls `body` with the row index, ID and entity index of each inserted object in
     /// `range` (all of them by default), reading only the IDs (copying a row retains its
-    /// values) and looking an entity up once per run of rows of the same entity.
+    /// values).
     private func forEachInsertedID(
         in range: Range<Int>? = nil, _ body: (_ row: Int, ObjectID, _ entity: Int) throws(StoreError) -> Void
     ) throws(StoreError) {
         try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
-            var last: (name: String, entity: Int)?
             for i in range ?? rows.indices {
                 let id = rows[i].id
-                let entity: Int
-                if let last, last.name == id.entity {
-                    entity = last.entity
-                } else {
-                    entity = try entityIndex(id)
-                    last = (id.entity, entity)
-                }
-                try body(i, id, entity)
+                try body(i, id, try entityIndex(id))
             }
         }
     }
@@ -179,7 +171,7 @@ struct CommitPlan {
         var conflicts: [Conflict] = []
         var droppedRelationships: [DroppedRelationship] = []
         for update in changes.updated {
-            let entity = schema.entityIndex(named: update.id.entity)!
+            let entity = schema.entityIndex(of: update.id)!
             let properties = schema.entities[entity]
             guard let current = head.tables[entity][update.id.number] else {
                 guard update.baseVersion > 0 else {
@@ -236,7 +228,7 @@ struct CommitPlan {
         }
         var kept: [(id: ObjectID, entity: Int, values: [Value])] = []
         for deletion in changes.deleted {
-            let entity = schema.entityIndex(named: deletion.id.entity)!
+            let entity = schema.entityIndex(of: deletion.id)!
             guard let current = head.tables[entity][deletion.id.number] else { continue }  // already gone
             if current.version != deletion.baseVersion && deletion.baseVersion > 0 {
                 conflicts.append(Conflict(object: deletion.id, key: nil, base: nil, ours: nil,
@@ -423,11 +415,11 @@ struct CommitPlan {
     private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
         var indexes = head.uniqueIndexes
         var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
-        var last: (name: String, entity: Int, attribute: Int?)?
+        var last: (name: EntityName, entity: Int, attribute: Int?)?
         for row in record.inserted {
-            if last?.name != row.id.entity {
-                let entity = schema.entityIndex(named: row.id.entity)!
-                last = (row.id.entity, entity, head.uniqueAttributeIndex(entity))
+            if last?.name !== row.id.entityName {
+                let entity = schema.entityIndex(of: row.id)!
+                last = (row.id.entityName, entity, head.uniqueAttributeIndex(entity))
             }
             guard let (_, entity, attribute) = last, let attribute else { continue }
             let value = row.values[attribute]
@@ -437,7 +429,7 @@ struct CommitPlan {
                 throw uniqueGivenTwice(value, entity: entity, first: first, then: row.id)
             }
             if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id)
+                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entityName: row.id.entityName, number: holder), claimedBy: row.id)
             }
         }
         return indexes
@@ -464,7 +456,7 @@ struct CommitPlan {
         var candidates: [(id: ObjectID, entity: Int, value: Value)] = []
         candidates.reserveCapacity(record.inserted.count + record.updated.count)
         for row in record.inserted {
-            let entity = schema.entityIndex(named: row.id.entity)!
+            let entity = schema.entityIndex(of: row.id)!
             if let attribute = head.uniqueAttributeIndex(entity), !row.values[attribute].isNull {
                 candidates.append((row.id, entity, row.values[attribute]))
             }
@@ -472,7 +464,7 @@ struct CommitPlan {
         // Values the transaction takes away from their holders (by update or deletion).
         var released: [Int: Set<Value>] = [:]
         for update in record.updated {
-            let entity = schema.entityIndex(named: update.id.entity)!
+            let entity = schema.entityIndex(of: update.id)!
             guard let attribute = head.uniqueAttributeIndex(entity),
                 let change = update.changes.first(where: { $0.index == attribute })
             else { continue }
@@ -481,7 +473,7 @@ struct CommitPlan {
             if !change.value.isNull { candidates.append((update.id, entity, change.value)) }
         }
         for id in record.deleted {
-            let entity = schema.entityIndex(named: id.entity)!
+            let entity = schema.entityIndex(of: id)!
             if let attribute = head.uniqueAttributeIndex(entity), let row = head.tables[entity][id.number], !row.values[attribute].isNull {
                 released[entity, default: []].insert(row.values[attribute])
             }
@@ -495,7 +487,7 @@ struct CommitPlan {
                 throw uniqueGivenTwice(value, entity: entity, first: first, then: id)
             }
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
-                let holderID = ObjectID(entity: id.entity, number: holder)
+                let holderID = ObjectID(entityName: id.entityName, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
                     && record.updated.contains { $0.id == holderID })
                 if !freed { throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: id) }
@@ -526,13 +518,13 @@ struct CommitPlan {
         }
         let lists = InverseLists()
         for update in updates {
-            let entity = schema.entityIndex(named: update.id.entity)!
+            let entity = schema.entityIndex(of: update.id)!
             let before = head.tables[entity][update.id.number]!.values
             try checkObject(update.id, entity: entity, keys: update.changes.map(\.index), before: before, in: next, lists: lists)
         }
         let deleted = Set(deletions)
         for id in deletions {
-            let entity = schema.entityIndex(named: id.entity)!
+            let entity = schema.entityIndex(of: id)!
             let properties = schema.entities[entity]
             let values = head.tables[entity][id.number]!.values
             for (offset, relationship) in properties.relationships.enumerated() {

@@ -157,15 +157,15 @@ public final class Store: Sendable {
             preconditionFailure("allocateObjectIDs: schema \"\(schema.name)\" has no entity \"\(entity)\"; its entities are \(schema.entities.map(\.name))")
         }
         precondition(count >= 0, "allocateObjectIDs: count \(count) is negative")
-        let name = schema.entities[index].name
+        let name = schema.layout.entityNames[index]
         let first = numbers.withLock { n in n.allocate(UInt64(count), entity: index) }
-        return (0..<UInt64(count)).map { ObjectID(entity: name, number: first + $0) }
+        return (0..<UInt64(count)).map { ObjectID(entityName: name, number: first + $0) }
     }
 
     /// Hands out one new object ID (the fast path of ``allocateObjectIDs(for:count:)``).
     func allocateObjectID(entity index: Int) -> ObjectID {
         let number = numbers.withLock { n in n.allocate(1, entity: index) }
-        return ObjectID(entity: schema.layout.entities[index].name, number: number)
+        return ObjectID(entityName: schema.layout.entityNames[index], number: number)
     }
 
     /// Hands out a chosen object number (an importer keeping the numbers of a dump), if no

@@ -23,6 +23,25 @@ extension ImportCommandTests {
         #expect(generation.object(of: "Artist", uniqueValue: .int(2))?.values[1] == .string("Two"))
     }
 
+    @Test func anIDOrReferenceNamingAnotherEntityIsRefusedWithoutInterningIt() async throws {
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        for (line, message) in [
+            (#"{"entity": "Artist", "id": "ImportedStranger/1", "values": {"artistID": 1}}"#, #""id" "ImportedStranger/1" is not an ID of Artist"#),
+            (#"{"entity": "Album", "values": {"albumID": 1, "title": "T", "artist": {"id": "ReferencedStranger/1"}}}"#, #"a reference by ID is {"id": "Artist/1"}"#),
+        ] {
+            let file = try catalog.file("strangers.jsonl", [line])
+            let result = await runTool(["import", catalog.path, file])
+            #expect(result.status == 1)
+            #expect(result.errors.contains(message), "\(result.errors)")
+        }
+        // Entity names are interned for the life of the process; input naming other
+        // entities must not grow that table.
+        #expect(!EntityName.isInterned("ImportedStranger"))
+        #expect(!EntityName.isInterned("ReferencedStranger"))
+    }
+
     @Test func anIntegerTooLargeForSixtyFourBitsIsNamedSo() async throws {
         let catalog = CatalogStore()
         defer { catalog.remove() }

@@ -166,6 +166,37 @@ import Testing
         #expect(throws: DecodingError.self) { try JSONDecoder().decode([ObjectID].self, from: Data(#"["Artist"]"#.utf8)) }
     }
 
+    @Test func anObjectIDIsTwoWordsAndAValueThree() {
+        // The entity name is interned and referred to by one word: rows hold many IDs and
+        // values, and every byte of them is memory a large store keeps resident.
+        #expect(MemoryLayout<ObjectID>.size == 16)
+        #expect(MemoryLayout<Value>.stride == 24)
+    }
+
+    @Test func objectIDsOfEqualNamesAreEqualWhateverStringsMadeThem() {
+        let built = String(["Ar", "tist"].joined())  // another String instance than the literal's
+        let a = ObjectID(entity: "Artist", number: 7), b = ObjectID(entity: built, number: 7)
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(Set([a, b]).count == 1)
+        #expect(b.entity == "Artist")
+        #expect(a != ObjectID(entity: "Artists", number: 7))
+        #expect(a != ObjectID(entity: "Artist", number: 8))
+        #expect(ObjectID(entity: "Album", number: 9) < a && a < ObjectID(entity: "Artist", number: 8))
+        let long = String(repeating: "LongEntityName", count: 4)  // not a small string
+        #expect(ObjectID(entity: long, number: 1) == ObjectID(parsing: long + "/1"))
+        #expect(ObjectID(entity: long, number: 1).description == long + "/1")
+    }
+
+    @Test func textNamingAnotherEntityIsNotInterned() throws {
+        let stranger = "NeverAnEntity\(UInt64.random(in: 0...UInt64.max))"
+        #expect(ObjectID(parsing: "\(stranger)/3", of: "Artist") == nil)
+        #expect(ObjectID(parsing: "Artist/3", of: "Artist") == ObjectID(entity: "Artist", number: 3))
+        #expect(!EntityName.isInterned(stranger))
+        #expect(ObjectID(parsing: "\(stranger)/3")?.entity == stranger)
+        #expect(EntityName.isInterned(stranger))
+    }
+
     @Test func attributeChecksNameTheLimit() {
         let title = Attribute("title", .string, minLength: 1, maxLength: 3)
         #expect(AttributeCheck.problem(with: .string("abc"), for: title) == nil)

@@ -369,6 +369,7 @@ extension PredicateSemanticsTests {
             (#"artist == "Album/1""#, "\"artist\" is a relationship to Artist; Album/1 is not one of its objects"),
             (#"artist == "nobody""#, "\"artist\" is a relationship to Artist; \"nobody\" is not an object ID like Artist/1"),
             ("artist == 3", "\"artist\" is a relationship to Artist; compare it with an object ID like \"Artist/1\" or nil, not 3"),
+            (#"artist == "NoSuchEntityInAnyModel/1""#, "\"artist\" is a relationship to Artist; NoSuchEntityInAnyModel/1 is not one of its objects"),
         ] {
             let predicate = try ObjectPredicate(format: format)
             #expect(throws: StoreError.self, "\(format)") { _ = try BoundPredicate(predicate, entity: album, schema: schema) }
@@ -380,6 +381,9 @@ extension PredicateSemanticsTests {
                 #expect(error.key == "artist")
             }
         }
+        // Entity names are interned for the life of the process: text naming another entity
+        // is refused before its name is.
+        #expect(!EntityName.isInterned("NoSuchEntityInAnyModel"))
     }
 
     /// Data prints as base64 in a predicate, and reads back as data.

@@ -1,0 +1,36 @@
+/// An entity name interned for the life of the process: one instance per distinct name, so
+/// that an ``ObjectID`` holds a single word for its entity (an ID is two words, and a
+/// ``Value`` three instead of four) and two IDs compare their entities by identity.
+///
+/// Instances are never freed (the table below keeps each one), which lets IDs refer to
+/// them without reference counting: copying an ID costs what copying two integers does.
+/// A process meets few distinct entity names, so the table stays small.
+final class EntityName: Sendable {
+    /// The name.
+    let string: String
+    /// The name's length in UTF-8 bytes, which an ID's hash mixes in.
+    let utf8Count: Int
+
+    private init(_ string: String) {
+        self.string = string
+        utf8Count = string.utf8.count
+    }
+
+    /// Every name interned so far.
+    private static let table = Locked<[String: EntityName]>([:])
+
+    /// Whether `string` has been interned (for tests).
+    static func isInterned(_ string: String) -> Bool {
+        table.withLock { $0[string] != nil }
+    }
+
+    /// The one instance for `string`.
+    static func interned(_ string: String) -> EntityName {
+        table.withLock { table in
+            if let name = table[string] { return name }
+            let name = EntityName(string)
+            table[string] = name
+            return name
+        }
+    }
+}
