@@ -169,7 +169,8 @@ public final class FetchedResults<Object: ManagedObject> {
         let ownOnly = bound.sort.allSatisfy { $0.path.steps.count == 1 } && (bound.predicate?.readsOwnAttributesOnly ?? true)
             && searchPredicate == nil
         if !ownOnly { return true }
-        func mine(_ id: ObjectID) -> Bool { id.entity == entityName }
+        let key = graph.schema.layout.entityKeys[bound.entity]
+        func mine(_ id: ObjectID) -> Bool { id.entityKey == key }
         return change.inserted.contains(where: mine) || change.deleted.contains(where: mine) || change.updated.keys.contains(where: mine)
             || change.refreshed.contains(where: mine) || change.invalidated.contains(where: mine)
             || change.merged.contains(where: mine)

@@ -15,11 +15,12 @@ struct PendingRows {
     init(entity: Int, graph: ObjectGraph, view: ContextView) {
         for layer in view.layers { layer.rows[entity].forEach { number, _ in changed.insert(number) } }
         let name = graph.schema.layout.entityNames[entity]
+        let key = name.key
         // Each set in turn, without gathering them (this runs for every fetch that includes
         // pending changes).
-        for id in graph.inserted where id.entityName === name { changed.insert(id.number) }
-        for id in graph.updated where id.entityName === name { changed.insert(id.number) }
-        for id in graph.deleted where id.entityName === name { changed.insert(id.number) }
+        for id in graph.inserted where id.entityKey == key { changed.insert(id.number) }
+        for id in graph.updated where id.entityKey == key { changed.insert(id.number) }
+        for id in graph.deleted where id.entityKey == key { changed.insert(id.number) }
         guard !changed.isEmpty else { return }
         let reader = ContextReader(graph: graph, view: view)
         rows.reserveCapacity(changed.count)

@@ -11,6 +11,9 @@ final class EntityName: Sendable {
     /// The name's length in UTF-8 bytes, which an ID's hash mixes in.
     let utf8Count: Int
 
+    /// This name's identity, which every ID of the name holds (``ObjectID/entityKey``).
+    var key: EntityKey { EntityKey(address: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())) }
+
     private init(_ string: String) {
         self.string = string
         utf8Count = string.utf8.count
@@ -33,4 +36,10 @@ final class EntityName: Sendable {
             return name
         }
     }
+}
+
+/// An interned entity name's identity (its address): the same for every ID of an entity,
+/// compared and hashed as a plain integer.
+struct EntityKey: Hashable, Sendable {
+    let address: UInt
 }

@@ -15,14 +15,20 @@
 /// text from outside that may name anything is best checked against the entity you expect
 /// before it becomes an ID (the importer and predicates do so).
 public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
-    /// The entity's interned name. Interned names are never freed, so the ID holds it
-    /// without a reference count (copies cost no retain and release).
-    unowned(unsafe) let entityName: EntityName
+    /// The entity's interned name, held without a reference count: interned names are
+    /// never freed. Read through `_withUnsafeGuaranteedRef` — reading it as a plain
+    /// reference (or an `unowned(unsafe)` one) retains it, and every thread retaining the
+    /// same few names makes their reference counts the busiest cache lines of the process.
+    private let name: Unmanaged<EntityName>
     /// The number the store allocated for the object, unique within its entity; never 0.
     public let number: UInt64
 
     /// The name of the object's entity.
-    public var entity: String { entityName.string }
+    public var entity: String { name._withUnsafeGuaranteedRef { $0.string } }
+
+    /// The interned name's identity: the same for every ID of an entity, and what schema
+    /// layouts compare to find the entity (see ``EntityName/key``).
+    var entityKey: EntityKey { EntityKey(address: UInt(bitPattern: name.toOpaque())) }
 
     /// Creates an identifier from an entity name and a number.
     public init(entity: String, number: UInt64) {
@@ -32,7 +38,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
     /// Creates an identifier from an interned entity name (see ``SchemaLayout/entityNames``),
     /// without looking the name up.
     init(entityName: EntityName, number: UInt64) {
-        self.entityName = entityName
+        name = Unmanaged.passUnretained(entityName)
         self.number = number
     }
 
@@ -64,17 +70,17 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
     /// (done for every object in every identity map and set) never walks the name.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(number)
-        hasher.combine(entityName.utf8Count)
+        hasher.combine(name._withUnsafeGuaranteedRef { $0.utf8Count })
     }
 
     /// Compares numbers, then entities by identity (each name is interned once).
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.number == rhs.number && lhs.entityName === rhs.entityName
+        lhs.number == rhs.number && lhs.entityKey == rhs.entityKey
     }
 
     /// Orders by entity name, then by number: the stable order dumps and tests use.
     public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.entityName === rhs.entityName ? lhs.number < rhs.number : lhs.entity < rhs.entity
+        lhs.entityKey == rhs.entityKey ? lhs.number < rhs.number : lhs.entity < rhs.entity
     }
 
     public init(from decoder: any Decoder) throws {

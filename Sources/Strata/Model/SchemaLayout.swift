@@ -83,17 +83,20 @@ final class SchemaLayout: Sendable {
     private let names: [String]
     /// The entity names in storage order, interned: what the store's IDs hold.
     let entityNames: [EntityName]
-    /// Storage indexes by interned name, for schemas too large to search in turn.
-    private let indexesByName: [ObjectIdentifier: Int]
+    /// Their addresses (``EntityName/key``), which IDs are compared with.
+    let entityKeys: [EntityKey]
+    /// Storage indexes by interned name's address, for schemas too large to search in turn.
+    private let indexesByKey: [EntityKey: Int]
 
-    /// The storage index of an ID's entity: its interned name compared by identity.
+    /// The storage index of an ID's entity: its interned name compared by address.
     @inline(__always)
     func entityIndex(of id: ObjectID) -> Int? {
-        if entityNames.count <= 8 {
-            for i in entityNames.indices where entityNames[i] === id.entityName { return i }
+        let key = id.entityKey
+        if entityKeys.count <= 8 {
+            for i in entityKeys.indices where entityKeys[i] == key { return i }
             return nil
         }
-        return indexesByName[ObjectIdentifier(id.entityName)]
+        return indexesByKey[key]
     }
 
     /// The storage index of an entity. Small schemas compare names in turn (small strings
@@ -113,9 +116,10 @@ final class SchemaLayout: Sendable {
         entityIndexes = indexes
         names = entities.map(\.name)
         entityNames = entities.map { EntityName.interned($0.name) }
-        var byName: [ObjectIdentifier: Int] = [:]
-        for (i, name) in entityNames.enumerated() where byName[ObjectIdentifier(name)] == nil { byName[ObjectIdentifier(name)] = i }
-        indexesByName = byName
+        entityKeys = entityNames.map(\.key)
+        var byKey: [EntityKey: Int] = [:]
+        for (i, key) in entityKeys.enumerated() where byKey[key] == nil { byKey[key] = i }
+        indexesByKey = byKey
         self.entities = entities.map { entity in
             let kinds = entity.attributes.map { Kind.attribute($0.type) }
                 + entity.relationships.map { r -> Kind in

@@ -221,12 +221,12 @@ public struct Generation: Sendable {
     mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
         // What each entity needs is looked up once per run of rows of the same entity.
-        var last: (name: EntityName, entity: Int, unique: Int?, ordered: [Int])?
+        var last: (name: EntityKey, entity: Int, unique: Int?, ordered: [Int])?
         for row in record.inserted {
-            if last?.name !== row.id.entityName {
+            if last?.name != row.id.entityKey {
                 let entity = schema.entityIndex(of: row.id)!
                 let layout = schema.layout.entities[entity]
-                last = (row.id.entityName, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
+                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
             }
             guard let (_, entity, unique, ordered) = last else { continue }
             insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)

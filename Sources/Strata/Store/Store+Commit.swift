@@ -415,11 +415,11 @@ struct CommitPlan {
     private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
         var indexes = head.uniqueIndexes
         var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
-        var last: (name: EntityName, entity: Int, attribute: Int?)?
+        var last: (name: EntityKey, entity: Int, attribute: Int?)?
         for row in record.inserted {
-            if last?.name !== row.id.entityName {
+            if last?.name != row.id.entityKey {
                 let entity = schema.entityIndex(of: row.id)!
-                last = (row.id.entityName, entity, head.uniqueAttributeIndex(entity))
+                last = (row.id.entityKey, entity, head.uniqueAttributeIndex(entity))
             }
             guard let (_, entity, attribute) = last, let attribute else { continue }
             let value = row.values[attribute]
@@ -429,7 +429,7 @@ struct CommitPlan {
                 throw uniqueGivenTwice(value, entity: entity, first: first, then: row.id)
             }
             if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entityName: row.id.entityName, number: holder), claimedBy: row.id)
+                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id)
             }
         }
         return indexes
@@ -487,7 +487,7 @@ struct CommitPlan {
                 throw uniqueGivenTwice(value, entity: entity, first: first, then: id)
             }
             if let holder = head.uniqueIndexes[entity]![value], holder != id.number {
-                let holderID = ObjectID(entityName: id.entityName, number: holder)
+                let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
                     && record.updated.contains { $0.id == holderID })
                 if !freed { throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: id) }
