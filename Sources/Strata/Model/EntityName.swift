@@ -8,15 +8,12 @@
 final class EntityName: Sendable {
     /// The name.
     let string: String
-    /// The name's length in UTF-8 bytes, which an ID's hash mixes in.
-    let utf8Count: Int
 
     /// This name's identity, which every ID of the name holds (``ObjectID/entityKey``).
     var key: EntityKey { EntityKey(address: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())) }
 
     private init(_ string: String) {
         self.string = string
-        utf8Count = string.utf8.count
     }
 
     /// Every name interned so far.

@@ -66,11 +66,11 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
 
     public var description: String { "\(entity)/\(number)" }
 
-    /// Hashes the number and the entity name's length: equal IDs hash equally, and hashing
-    /// (done for every object in every identity map and set) never walks the name.
+    /// Hashes the number and the interned name's identity: equal IDs hash equally, and
+    /// hashing (done for every object in every identity map and set) never reads the name.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(number)
-        hasher.combine(name._withUnsafeGuaranteedRef { $0.utf8Count })
+        hasher.combine(entityKey.address)
     }
 
     /// Compares numbers, then entities by identity (each name is interned once).
