@@ -29,11 +29,11 @@ struct InferredContents: CheckpointSource {
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         let mapping = step.mapping
         let renames = mapping.renamedEntities
-        for (d, entity) in step.destination.entities.enumerated() {
+        for d in step.destination.entities.indices {
             guard let s = mapping.entities[d].source else { continue }
-            let name = entity.name
+            let name = step.destination.layout.entityNames[d]
             try source.tables[s].forEach { number, row in
-                try body(RowImage(id: ObjectID(entity: name, number: number),
+                try body(RowImage(id: ObjectID(entityName: name, number: number),
                                   values: mapping.destinationValues(of: row.values, entity: d, renames: renames)))
             }
         }
@@ -91,10 +91,11 @@ struct InferredContents: CheckpointSource {
                 continue
             }
             var seen: [Value: UInt64] = [:]
+            let name = step.destination.layout.entityNames[d]
             source.tables[s].forEach { number, row in
                 guard problems.count < limit, !stopped else { return }
                 let values = mapping.destinationValues(of: row.values, entity: d, renames: nil, relationships: .asIs)
-                let id = ObjectID(entity: entity.name, number: number)
+                let id = ObjectID(entityName: name, number: number)
                 func add(_ key: String, _ message: String) {
                     problems.append(ValidationProblem(problem: Generation.IntegrityProblem(object: id, key: key, message: message),
                                                       cause: mapping.change(entity: entity.name, key: key, problem: message)))

@@ -328,9 +328,14 @@ struct InferredMapping: Sendable {
     }
 
     private static func rename(_ value: Value, _ renames: [String: String]) -> Value {
-        switch value {
-        case .object(let id): .object(ObjectID(entity: renames[id.entity] ?? id.entity, number: id.number))
-        case .objects(let ids): .objects(ids.map { ObjectID(entity: renames[$0.entity] ?? $0.entity, number: $0.number) })
+        // An ID of an entity that keeps its name stays as it is (no name looked up).
+        func renamed(_ id: ObjectID) -> ObjectID {
+            guard let name = renames[id.entity] else { return id }
+            return ObjectID(entity: name, number: id.number)
+        }
+        return switch value {
+        case .object(let id): .object(renamed(id))
+        case .objects(let ids): .objects(ids.map(renamed))
         default: value
         }
     }

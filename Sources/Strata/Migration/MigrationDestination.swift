@@ -234,7 +234,7 @@ public final class MigrationDestination {
             nextNumber[index] += 1
         }
         if number >= nextNumber[index] { nextNumber[index] = number + 1 }
-        let id = ObjectID(entity: layout.name, number: number)
+        let id = ObjectID(entityName: schema.layout.entityNames[index], number: number)
         var row = newRows[index]
         var relationships: [(Int, Value)] = []
         var explicit: [Int] = []
@@ -311,8 +311,8 @@ public final class MigrationDestination {
     /// Every destination object of an entity, in number order.
     public func objects(of entity: String) -> [ObjectID] {
         guard let index = schema.entityIndex(named: entity) else { return [] }
-        let name = schema.entities[index].name
-        return spill.numbers(of: index).map { ObjectID(entity: name, number: $0) }
+        let name = schema.layout.entityNames[index]
+        return spill.numbers(of: index).map { ObjectID(entityName: name, number: $0) }
     }
 
     // MARK: - Changing

@@ -17,7 +17,7 @@ struct StepContents: FallibleCheckpointSource {
 
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
         for (index, entity) in schema.entities.enumerated() {
-            let name = entity.name
+            let name = EntityName.interned(entity.name)
             var rows: [RowImage] = []
             // Rows are read in batches, then handed over, so that `body`'s errors pass through.
             var numbers = spill.numbers(of: index)
@@ -31,7 +31,7 @@ struct StepContents: FallibleCheckpointSource {
                     }
                     do throws(StoreError) {
                         guard let values = try spill.values(index, number, scanning: true) else { continue }
-                        rows.append(RowImage(id: ObjectID(entity: name, number: number), values: values))
+                        rows.append(RowImage(id: ObjectID(entityName: name, number: number), values: values))
                     } catch {
                         spill.recordFailure(error)
                         return

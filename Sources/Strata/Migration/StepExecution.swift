@@ -84,9 +84,10 @@ struct StepExecution {
             var done = 0
             var failure: MigrationError?
             if let transform = step.transforms[sourceEntity.name] {
+                let name = sourceSchema.layout.entityNames[s]
                 source.tables[s].forEach { number, row in
                     guard failure == nil else { return }
-                    let object = MigrationSourceObject(id: ObjectID(entity: sourceEntity.name, number: number), values: row.values,
+                    let object = MigrationSourceObject(id: ObjectID(entityName: name, number: number), values: row.values,
                                                        reader: destination.reader, entityIndex: s)
                     destination.current = object
                     do {
@@ -237,9 +238,10 @@ struct StepExecution {
             // that joined through a transform's inverse (all the carried-over object holds
             // before this pass) stay, after the source's.
             if let s = mapping.source {
+                let name = EntityName.interned(entity.name)
                 for number in numbers where destination.origin(d, number) == nil {
                     guard let sourceRow = source.tables[s][number], let row = try destination.row(d, number) else { continue }
-                    let id = ObjectID(entity: entity.name, number: number)
+                    let id = ObjectID(entityName: name, number: number)
                     var changes: [(index: Int, value: Value)] = []
                     for (r, relationship) in entity.relationships.enumerated() {
                         guard case .copy(let i) = mapping.properties[attributeCount + r] else { continue }
