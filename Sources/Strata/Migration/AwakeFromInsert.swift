@@ -45,7 +45,7 @@ struct AwakeFromInsert: Sendable {
             for (_, object) in objects[start..<min(start + Self.batchSize, objects.count)] {
                 let entity = object.entity
                 let attributeCount = schema.entities[entity].attributes.count
-                let id = ObjectID(entity: schema.entities[entity].name, number: object.number)
+                let id = ObjectID(entityName: schema.layout.entityNames[entity], number: object.number)
                 let awake = graph.insert(entity: entity).storage
                 guard let row = try destination.row(entity, object.number) else { continue }
                 let explicit = destination.explicitKeys[id] ?? []

@@ -141,10 +141,10 @@ struct StepExecution {
         }
         for (entity, link) in step.links {
             let index = step.destination.entityIndex(named: entity)!
-            let name = step.destination.entities[index].name
+            let name = step.destination.layout.entityNames[index]
             let total = spill.count(of: index)
             for (k, number) in spill.numbers(of: index).enumerated() {
-                let id = ObjectID(entity: name, number: number)
+                let id = ObjectID(entityName: name, number: number)
                 do {
                     try link(id, destination)
                 } catch let error as MigrationError {
