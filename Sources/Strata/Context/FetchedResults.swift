@@ -31,7 +31,6 @@ public final class FetchedResults<Object: ManagedObject> {
     public let request: FetchRequest
     /// The key path whose value groups objects into sections, if any.
     public let sectionKey: String?
-    private let entityName: String
     private(set) var bound: BoundRequest
     /// Narrows the results (combined with the request's predicate); setting it delivers a
     /// diff — or, while updates are suspended, takes effect when they resume (without one,
@@ -67,7 +66,6 @@ public final class FetchedResults<Object: ManagedObject> {
         self.graph = context.graph
         self.request = request
         self.sectionKey = sectionKey
-        self.entityName = request.entity
         var sorted = request
         if let sectionKey {
             // Sections follow the section key in the direction the request sorts it by

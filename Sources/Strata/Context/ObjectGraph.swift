@@ -355,7 +355,7 @@ final class ObjectGraph {
     func probe(entity: Int) -> ManagedObject {
         if let probe = probes[entity] { return probe }
         let type = modelClass(for: entity) ?? ManagedObject.self
-        let probe = type.init(ObjectToken(id: ObjectID(entity: schema.entities[entity].name, number: 0), graph: self, entityIndex: entity))
+        let probe = type.init(ObjectToken(id: ObjectID(entityName: schema.layout.entityNames[entity], number: 0), graph: self, entityIndex: entity))
         // A distinctive value in every attribute, so that a typed key path computing
         // something from a stored property can be told from the property (see `KeyNamer`).
         probe.storage = emptyRows[entity]

@@ -9,8 +9,6 @@ final class RecordCodec: Sendable {
     let seed: UInt32
     private let layout: SchemaLayout
     private let entityNames: [String]
-    /// The entity names interned, for the IDs decoded.
-    private let internedNames: [EntityName]
 
     /// Per entity, per property: what its value may be, as the encoder checks it. One
     /// array for every entity, so that the encoder reads it without a retain per row:
@@ -45,7 +43,6 @@ final class RecordCodec: Sendable {
         self.seed = RecordFormat.seed(for: storeID)
         self.layout = schema.layout
         self.entityNames = schema.entities.map(\.name)
-        self.internedNames = schema.layout.entityNames
         let kinds = schema.layout.entities.map(\.kinds)
         self.slots = kinds.flatMap { $0.map(Slot.init) }
         self.slotStarts = kinds.reduce(into: [0]) { starts, kinds in starts.append(starts.last! + kinds.count) }
@@ -440,12 +437,12 @@ final class RecordCodec: Sendable {
         guard RecordFormat.isObjectNumber(number) else {
             throw DecodeFailure(offset: numberAt, reason: number == 0 ? "object number 0" : "object number \(number), past the largest (\(RecordFormat.largestObjectNumber))")
         }
-        return (ObjectID(entityName: internedNames[index], number: number), index)
+        return (ObjectID(entityName: layout.entityNames[index], number: number), index)
     }
 
     private func readValue(_ r: inout ByteReader, entity: Int, property: Int, of id: ObjectID) throws(DecodeFailure) -> Value {
         let start = r.offset
-        let value = try r.readValue(names: internedNames)
+        let value = try r.readValue(names: layout.entityNames)
         let kind = layout.entities[entity].kinds[property]
         guard fits(value, kind) else {
             let problem = Self.mismatch(value, for: kind, in: layout) ?? "does not fit"

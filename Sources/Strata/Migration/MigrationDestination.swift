@@ -189,7 +189,7 @@ public final class MigrationDestination {
     /// The source object a destination object was made from by a transform.
     func origin(_ entity: Int, _ number: UInt64) -> ObjectID? {
         let origin = slots.slot(origins[entity], number)
-        return origin.isEmpty ? nil : ObjectID(entity: step.source.entities[Int(origin.first) - 1].name, number: origin.second)
+        return origin.isEmpty ? nil : ObjectID(entityName: step.source.layout.entityNames[Int(origin.first) - 1], number: origin.second)
     }
 
     /// The destination objects a transform made from a source object.
@@ -198,7 +198,7 @@ public final class MigrationDestination {
         guard !range.isEmpty else { return nil }
         return (range.first - 1..<range.first - 1 + range.second).map { position in
             let object = slots.slot(madeList, position)
-            return ObjectID(entity: schema.entities[Int(object.first) - 1].name, number: object.second)
+            return ObjectID(entityName: schema.layout.entityNames[Int(object.first) - 1], number: object.second)
         }
     }
 
@@ -291,7 +291,7 @@ public final class MigrationDestination {
         guard let index = schema.entityIndex(named: entity), !uniqueValue.isNull,
             let number = holders(of: uniqueValue, entity: index).last
         else { return nil }
-        return ObjectID(entity: schema.entities[index].name, number: number)
+        return ObjectID(entityName: schema.layout.entityNames[index], number: number)
     }
 
     /// The destination objects a transform made from a source object, in the order made.
@@ -305,7 +305,7 @@ public final class MigrationDestination {
         guard let entity = schema.entityIndex(of: id) else { return nil }
         if let source = origin(entity, id.number) { return reader.object(source) }
         guard let s = step.mapping.entities[entity].source, step.transforms[step.source.entities[s].name] == nil else { return nil }
-        return reader.object(ObjectID(entity: step.source.entities[s].name, number: id.number))
+        return reader.object(ObjectID(entityName: step.source.layout.entityNames[s], number: id.number))
     }
 
     /// Every destination object of an entity, in number order.

@@ -41,9 +41,7 @@ final class MigrationSpill: @unchecked Sendable {
     /// The index, and the step's other bookkeeping.
     let slots: PagedSlots
     /// Entity names by encoded index: the schema's, then any other name a value referred to.
-    @exclusivity(unchecked) private var names: [String]
-    /// `names`, interned, for the IDs read back.
-    @exclusivity(unchecked) private var internedNames: [EntityName]
+    @exclusivity(unchecked) private var names: [EntityName]
     @exclusivity(unchecked) private var entityIndexes: [String: Int]
     /// Per destination entity: its area of `slots` (object number → its newest record:
     /// offset, length; an empty slot is a missing object), its object count, its highest number.
@@ -89,9 +87,8 @@ final class MigrationSpill: @unchecked Sendable {
             throw error
         }
         self.slots = slots
-        names = schema.entities.map(\.name)
-        internedNames = names.map(EntityName.interned)
-        entityIndexes = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        names = schema.layout.entityNames
+        entityIndexes = Dictionary(uniqueKeysWithValues: schema.entities.enumerated().map { ($1.name, $0) })
         areas = schema.entities.map { _ in slots.makeArea() }
         counts = schema.entities.map { _ in 0 }
         highest = schema.entities.map { _ in 0 }
@@ -150,7 +147,7 @@ final class MigrationSpill: @unchecked Sendable {
         let length = buffer.count - start
         guard length <= Int(UInt32.max) else {
             buffer.truncate(to: start)
-            throw StoreError(.io, "a row of \(names[entity])/\(number) takes \(length) bytes, more than a migration can hold (4 GiB)",
+            throw StoreError(.io, "a row of \(names[entity].string)/\(number) takes \(length) bytes, more than a migration can hold (4 GiB)",
                              path: path)
         }
         let area = areas[entity]
@@ -165,8 +162,7 @@ final class MigrationSpill: @unchecked Sendable {
     private func register(_ name: String) {
         if entityIndexes[name] == nil {
             entityIndexes[name] = names.count
-            names.append(name)
-            internedNames.append(EntityName.interned(name))
+            names.append(EntityName.interned(name))
         }
     }
 
@@ -218,7 +214,7 @@ final class MigrationSpill: @unchecked Sendable {
             windowStart = location.offset
             guard count >= Int(location.length) else {
                 window = []
-                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity])/\(number)",
+                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity].string)/\(number)",
                                  path: path, offset: location.offset)
             }
             if count < window.count { window.removeLast(window.count - count) }
@@ -236,7 +232,7 @@ final class MigrationSpill: @unchecked Sendable {
                 throw StoreError.io(error, "reading the migration's temporary file")
             }
             guard count == length else {
-                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity])/\(number)",
+                throw StoreError(.corrupted, "the migration's temporary file ends inside the record of \(names[entity].string)/\(number)",
                                  path: path, offset: location.offset)
             }
             decoded = readBuffer.withUnsafeBytes { raw in decode(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
@@ -244,7 +240,7 @@ final class MigrationSpill: @unchecked Sendable {
         do throws(DecodeFailure) {
             return try decoded.get()
         } catch {
-            throw StoreError(.corrupted, "the migration's temporary file holds an unreadable record of \(names[entity])/\(number): \(error)",
+            throw StoreError(.corrupted, "the migration's temporary file holds an unreadable record of \(names[entity].string)/\(number): \(error)",
                              path: path, offset: location.offset)
         }
     }
@@ -257,7 +253,7 @@ final class MigrationSpill: @unchecked Sendable {
             let count = try reader.readCount("a value count", limit: bytes.count)
             var values: [Value] = []
             values.reserveCapacity(count)
-            for _ in 0..<count { values.append(try reader.readValue(names: internedNames)) }
+            for _ in 0..<count { values.append(try reader.readValue(names: names)) }
             return values
         }
     }

@@ -16,8 +16,7 @@ struct StepContents: FallibleCheckpointSource {
     var objectCount: Int { schema.entities.indices.reduce(0) { $0 + spill.count(of: $1) } }
 
     func forEachRow(_ body: (RowImage) throws -> Void) rethrows {
-        for (index, entity) in schema.entities.enumerated() {
-            let name = EntityName.interned(entity.name)
+        for (index, name) in schema.layout.entityNames.enumerated() {
             var rows: [RowImage] = []
             // Rows are read in batches, then handed over, so that `body`'s errors pass through.
             var numbers = spill.numbers(of: index)

@@ -191,11 +191,11 @@ struct StepExecution {
 
     /// The destination objects of entity `d` that the source object `target` became.
     private func remap(_ target: ObjectID, to d: Int, _ destination: MigrationDestination, isTransformed: [Bool]) -> [ObjectID] {
-        let name = step.destination.entities[d].name
-        guard let s = step.source.entityIndex(named: target.entity) else { return [] }
-        if let made = destination.madeObjects(s, target.number) { return made.filter { $0.entity == name } }
+        let name = step.destination.layout.entityNames[d]
+        guard let s = step.source.entityIndex(of: target) else { return [] }
+        if let made = destination.madeObjects(s, target.number) { return made.filter { $0.entityKey == name.key } }
         guard !isTransformed[s], step.mapping.destinationOfSource[s] == d else { return [] }
-        return [ObjectID(entity: name, number: target.number)]
+        return [ObjectID(entityName: name, number: target.number)]
     }
 
     /// Fills relationships from the source objects, following the objects related objects became.
@@ -238,7 +238,7 @@ struct StepExecution {
             // that joined through a transform's inverse (all the carried-over object holds
             // before this pass) stay, after the source's.
             if let s = mapping.source {
-                let name = EntityName.interned(entity.name)
+                let name = schema.layout.entityNames[d]
                 for number in numbers where destination.origin(d, number) == nil {
                     guard let sourceRow = source.tables[s][number], let row = try destination.row(d, number) else { continue }
                     let id = ObjectID(entityName: name, number: number)
@@ -275,7 +275,7 @@ struct StepExecution {
             // relationship's old name starts empty).
             var carriedFrom: [Int: [Int?]] = [:]  // per source entity: per relationship, the old relationship's index
             for number in numbers {
-                guard let origin = destination.origin(d, number), let s = step.source.entityIndex(named: origin.entity),
+                guard let origin = destination.origin(d, number), let s = step.source.entityIndex(of: origin),
                     let sourceRow = source.tables[s][origin.number]
                 else { continue }
                 let oldIndexes = carriedFrom[s] ?? {
@@ -286,7 +286,7 @@ struct StepExecution {
                     return indexes
                 }()
                 guard oldIndexes.contains(where: { $0 != nil }), let row = try destination.row(d, number) else { continue }
-                let id = ObjectID(entity: entity.name, number: number)
+                let id = ObjectID(entityName: schema.layout.entityNames[d], number: number)
                 for (r, relationship) in entity.relationships.enumerated() {
                     let index = attributeCount + r
                     guard let oldIndex = oldIndexes[r],
@@ -338,7 +338,7 @@ struct StepExecution {
                     return (relationship, target, schema.entities[target].propertyIndex(named: relationship.inverse)!)
                 }
                 try spill.forEach(of: index) { number, values throws(StoreError) -> Bool in
-                    let id = ObjectID(entity: entity.name, number: number)
+                    let id = ObjectID(entityName: schema.layout.entityNames[index], number: number)
                     func add(_ key: String, _ message: String) -> Bool {
                         problems.append(Generation.IntegrityProblem(object: id, key: key, message: message))
                         return problems.count < limit
@@ -397,7 +397,7 @@ struct StepExecution {
             guard !rules.isEmpty else { continue }
             source.tables[s].forEach { number, row in
                 guard problems.count < limit else { return }
-                let id = ObjectID(entity: entity.name, number: number)
+                let id = ObjectID(entityName: step.source.layout.entityNames[s], number: number)
                 guard destination.isDropped(id) else { return }
                 for (r, relationship) in rules {
                     let kept = CommitPlan.targets(row.values[entity.attributes.count + r]).filter { !destination.isDropped($0) }
