@@ -47,7 +47,7 @@ struct InferredMapping: Sendable {
         let twins = Self.twins(sources)
         for (index, (entity, sourceIndex)) in zip(destination.entities, sources).enumerated() {
             guard let sourceIndex else {
-                changes.append(SchemaChange(.addedEntity, entity: entity.name, "added"))
+                changes.append(SchemaChange(.addedEntity, entity: entity.name, "added" + unmatchedHint(entity.renamedFrom, found: source.entityIndex(named:), in: "no entity")))
                 entities.append(EntityMapping(source: nil, properties: newValues(entity)))
                 continue
             }
@@ -147,21 +147,31 @@ struct InferredMapping: Sendable {
         return result
     }
 
+    /// What to add to an added entity's or property's change when its `renamedFrom` names
+    /// nothing of the older schema (a misspelt old name would otherwise drop the old values
+    /// and start the new ones empty without a word): `found` looks the name up there,
+    /// `what` says what it names none of.
+    private func unmatchedHint(_ hint: String?, found: (String) -> Int?, in what: String) -> String {
+        guard let hint, found(hint) == nil else { return "" }
+        return "; its renamedFrom \"\(hint)\" names \(what) in \(source.name) version \(source.version), so nothing is carried over (check the old name)"
+    }
+
     /// `twin`: an earlier property that renames from the same one, if any.
     private mutating func mapAttribute(
         _ attribute: Attribute, of entity: Entity, from old: Entity, at index: Int?, twin: String?
     ) -> PropertySource {
         let name = attribute.name
         guard let index else {
+            let hint = unmatchedHint(attribute.renamedFrom, found: old.propertyIndex(named:), in: "no property of \(old.name)")
             if let value = attribute.defaultValue {
-                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (default \(value))"))
+                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (default \(value))" + hint))
                 return .constant(value)
             }
             if attribute.isOptional {
-                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (optional, nil)"))
+                changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name, "added (optional, nil)" + hint))
             } else {
                 changes.append(SchemaChange(.addedAttribute, entity: entity.name, key: name,
-                                            "added as required without a default, so existing objects have no value for it; give it a default or make it optional",
+                                            "added as required without a default, so existing objects have no value for it; give it a default or make it optional" + hint,
                                             inferable: false))
             }
             return .constant(.null)
@@ -220,11 +230,12 @@ struct InferredMapping: Sendable {
         let name = relationship.name
         let empty: Value = relationship.isToMany ? .objects([]) : .null
         guard let index else {
+            let hint = unmatchedHint(relationship.renamedFrom, found: old.propertyIndex(named:), in: "no property of \(old.name)")
             if relationship.isOptional {
-                changes.append(SchemaChange(.addedRelationship, entity: entity.name, key: name, "added (empty)"))
+                changes.append(SchemaChange(.addedRelationship, entity: entity.name, key: name, "added (empty)" + hint))
             } else {
                 changes.append(SchemaChange(.addedRelationship, entity: entity.name, key: name,
-                                            "added as required, but nothing says which \(relationship.destination) each object refers to",
+                                            "added as required, but nothing says which \(relationship.destination) each object refers to" + hint,
                                             inferable: false))
             }
             return .constant(empty)

@@ -432,3 +432,43 @@ extension MigrationMappingEdgeTests {
         }
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// A `renamedFrom` naming nothing of the older schema (a misspelt old name) cannot be
+    /// followed: the property or entity is added empty and the old one removed. The plan's
+    /// changes say so, naming the hint, so a dry run shows the typo before values are lost.
+    @Test("a renamedFrom that names nothing of the older schema is reported with the added property or entity")
+    func renamedFromNamingNothing() throws {
+        let v1 = try Schema("Player", version: 1, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("name", .string)],
+                   relationships: [Relationship("album", to: "Album", inverse: "tracks")]),
+            Entity("Album", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("tracks", to: "Track", inverse: "album", toMany: true)]),
+        ])
+        let v2 = try Schema("Player", version: 2, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("title", .string, default: .string(""), renamedFrom: "nmae")],
+                   relationships: [Relationship("record", to: "Record", inverse: "tracks", renamedFrom: "albun")]),
+            Entity("Record", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("tracks", to: "Track", inverse: "record", toMany: true)], renamedFrom: "Albumm"),
+        ])
+        let changes = try MigrationPlan(schemas: [v1, v2]).steps[0].changes.map(\.description)
+        #expect(changes.contains("Track.title: added (default \"\"); its renamedFrom \"nmae\" names no property of Track in Player version 1, so nothing is carried over (check the old name)"),
+                "\(changes)")
+        #expect(changes.contains("Track.record: added (empty); its renamedFrom \"albun\" names no property of Track in Player version 1, so nothing is carried over (check the old name)"),
+                "\(changes)")
+        #expect(changes.contains("Record: added; its renamedFrom \"Albumm\" names no entity in Player version 1, so nothing is carried over (check the old name)"),
+                "\(changes)")
+        #expect(changes.contains("Track.name: removed: its values are dropped"), "\(changes)")
+        // A hint that names something keeps the plain wording.
+        let v3 = try Schema("Player", version: 3, entities: [
+            Entity("Track", attributes: [Attribute("trackID", .int, unique: true), Attribute("title", .string, renamedFrom: "name"),
+                                         Attribute("plays", .int, default: .int(0))],
+                   relationships: [Relationship("album", to: "Album", inverse: "tracks")]),
+            Entity("Album", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("tracks", to: "Track", inverse: "album", toMany: true)]),
+        ])
+        #expect(try MigrationPlan(schemas: [v1, v3]).steps[0].changes.map(\.description) == [
+            "Track.title: renamed from \"name\"", "Track.plays: added (default 0)",
+        ])
+    }
+}
