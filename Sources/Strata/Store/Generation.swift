@@ -106,20 +106,33 @@ public struct Generation: Sendable {
     // MARK: - Changing (while building the next generation)
 
     mutating func insertRow(_ id: ObjectID, entity: Int, values: [Value], version: UInt64) {
-        let layout = schema.layout.entities[entity]
         insertRow(id.number, entity: entity, values: values, version: version,
-                  unique: layout.uniqueAttribute, ordered: layout.orderedIndexAttributes)
+                  unique: schema.layout.entities[entity].uniqueAttribute, ordered: builtOrderedIndexes(of: entity))
     }
 
     /// Adds a new row to its table, to the unique index when `unique` names its attribute,
-    /// to the ordered indexes of `ordered`, and to the highest-number bookkeeping.
-    private mutating func insertRow(_ number: UInt64, entity: Int, values: [Value], version: UInt64, unique: Int?, ordered: [Int]) {
+    /// to the ordered indexes `ordered` (attribute and box), and to the highest-number
+    /// bookkeeping.
+    private mutating func insertRow(
+        _ number: UInt64, entity: Int, values: [Value], version: UInt64, unique: Int?, ordered: [(attribute: Int, box: Locked<SortedIndex?>)]
+    ) {
         tables[entity][number] = StoredRow(values: values, version: version)
         if let unique, !values[unique].isNull { uniqueIndexes[entity]![values[unique]] = number }
-        for attribute in ordered {
-            sortedIndexes[entity][attribute]!.withLock { $0?.insert(values[attribute], number: number) }
+        for (attribute, box) in ordered {
+            box.withLock { $0?.insert(values[attribute], number: number) }
         }
         if number > highestNumbers[entity] { highestNumbers[entity] = number }
+    }
+
+    /// The ordered indexes of `entity` this generation has built (an index not built yet is
+    /// built from the rows when first used, so an insert has nothing to add to it). Called
+    /// while the generation is being made, before anything else can see it: none is built
+    /// meanwhile. A bulk insert looks them up once, not once per row.
+    private func builtOrderedIndexes(of entity: Int) -> [(attribute: Int, box: Locked<SortedIndex?>)] {
+        schema.layout.entities[entity].orderedIndexAttributes.compactMap { attribute in
+            let box = sortedIndexes[entity][attribute]!
+            return box.withLock { $0 != nil } ? (attribute, box) : nil
+        }
     }
 
     mutating func updateRow(_ id: ObjectID, entity: Int, changes: [PropertyChange], version: UInt64) {
@@ -221,12 +234,13 @@ public struct Generation: Sendable {
     mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
         // What each entity needs is looked up once per run of rows of the same entity.
-        var last: (name: EntityKey, entity: Int, unique: Int?, ordered: [Int])?
+        var last: (name: EntityKey, entity: Int, unique: Int?, ordered: [(attribute: Int, box: Locked<SortedIndex?>)])?
+        let ordered = record.inserted.isEmpty ? [] : tables.indices.map(builtOrderedIndexes(of:))
         for row in record.inserted {
             if last?.name != row.id.entityKey {
                 let entity = schema.entityIndex(of: row.id)!
                 let layout = schema.layout.entities[entity]
-                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, layout.orderedIndexAttributes)
+                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, ordered[entity])
             }
             guard let (_, entity, unique, ordered) = last else { continue }
             insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)
