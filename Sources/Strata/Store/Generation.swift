@@ -126,8 +126,9 @@ public struct Generation: Sendable {
 
     /// The ordered indexes of `entity` this generation has built (an index not built yet is
     /// built from the rows when first used, so an insert has nothing to add to it). Called
-    /// while the generation is being made, before anything else can see it: none is built
-    /// meanwhile. A bulk insert looks them up once, not once per row.
+    /// while the generation is being made, before anything else can see it: the boxes of
+    /// the entities it inserts into are its own (``detachIndexes(touchedBy:)``), so none of
+    /// theirs is built meanwhile. A bulk insert looks them up once, not once per row.
     private func builtOrderedIndexes(of entity: Int) -> [(attribute: Int, box: Locked<SortedIndex?>)] {
         schema.layout.entities[entity].orderedIndexAttributes.compactMap { attribute in
             let box = sortedIndexes[entity][attribute]!
