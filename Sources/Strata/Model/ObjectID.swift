@@ -12,8 +12,9 @@
 ///
 /// An ID is two words: its entity's name is interned — kept once per process, for the life
 /// of the process — and the ID refers to it. Build IDs from your schema's entity names;
-/// text from outside that may name anything is best checked against the entity you expect
-/// before it becomes an ID (the importer and predicates do so).
+/// text from outside that may name any entity is best checked against the entity you expect
+/// before it becomes an ID (the importer and predicates do so): parsing and decoding refuse
+/// what is not an entity name at all, but intern every name that could be one.
 public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
     /// The entity's interned name, held without a reference count: interned names are
     /// never freed. Read through `_withUnsafeGuaranteedRef` — reading it as a plain
@@ -42,10 +43,14 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
         self.number = number
     }
 
-    /// Parses the `Entity/number` form; returns `nil` for anything else.
+    /// Parses the `Entity/number` form; returns `nil` for anything else — a number that is
+    /// not positive, or an entity part no schema could name (an entity's name is a letter
+    /// or `_` followed by letters, digits or `_`), which is refused before it is interned.
     public init?(parsing text: some StringProtocol) {
         guard let (entity, number) = Self.parts(of: text) else { return nil }
-        self.init(entity: String(entity), number: number)
+        let name = String(entity)
+        guard Schema.isIdentifier(name) else { return nil }
+        self.init(entity: name, number: number)
     }
 
     /// Parses the `Entity/number` form of an ID of `entity`; returns `nil` for anything

@@ -157,9 +157,12 @@ import Testing
         let id = ObjectID(entity: "Artist", number: 42)
         #expect(id.description == "Artist/42")
         #expect(ObjectID(parsing: "Artist/42") == id)
-        for bad in ["Artist", "/42", "Artist/0", "Artist/-1", "Artist/x", ""] {
+        for bad in ["Artist", "/42", "Artist/0", "Artist/-1", "Artist/x", "", "Art ist/4", "9Lives/1", "Artist/Song/3", "Artist-2/5"] {
             #expect(ObjectID(parsing: bad) == nil, "\(bad) must not parse")
         }
+        #expect(ObjectID(parsing: "_Draft2/3") == ObjectID(entity: "_Draft2", number: 3))
+        #expect(!EntityName.isInterned("Art ist") && !EntityName.isInterned("Artist/Song"))
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([ObjectID].self, from: Data(#"["Art ist/4"]"#.utf8)) }
         let encoded = try JSONEncoder().encode([id])
         #expect(String(decoding: encoded, as: UTF8.self) == #"["Artist\/42"]"# || String(decoding: encoded, as: UTF8.self) == #"["Artist/42"]"#)
         #expect(try JSONDecoder().decode([ObjectID].self, from: encoded) == [id])
