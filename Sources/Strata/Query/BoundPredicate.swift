@@ -317,8 +317,7 @@ final class BoundComparison {
                 // expression leaves open (`\Q` without `\E`, which runs to its end) is closed
                 // first, or it would quote the wrapper's end.
                 let closed = Self.leavesQuotationOpen(pattern) ? pattern + #"\E"# : pattern
-                regex = try NSRegularExpression(pattern: #"\A(?:"# + closed + #")\z"#,
-                                                options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
+                regex = try Self.wholeTextExpression(closed, options: comparison.options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
             } catch {
                 throw StoreError(.invalidQuery, "MATCHES: \"\(written)\" is not a regular expression: \(error)", key: keyText)
             }
@@ -332,6 +331,22 @@ final class BoundComparison {
             ownKey = (index, literal)
         } else {
             ownKey = nil
+        }
+    }
+
+    /// `pattern` matching the whole text: `\A(?:pattern)\z`. An expression that ends inside a
+    /// free-spacing comment (`(?x)`, then `#` to its end) would swallow the wrapper's end and
+    /// fail to parse; the comment is then ended with a line break, which free-spacing mode
+    /// ignores. Only when the expression parses alone and the wrapped one does not — which,
+    /// with quotations closed first, only such a comment causes — and the result parses.
+    static func wholeTextExpression(_ pattern: String, options: NSRegularExpression.Options) throws -> NSRegularExpression {
+        do {
+            return try NSRegularExpression(pattern: #"\A(?:"# + pattern + #")\z"#, options: options)
+        } catch {
+            guard (try? NSRegularExpression(pattern: pattern, options: options)) != nil,
+                let ended = try? NSRegularExpression(pattern: #"\A(?:"# + pattern + "\n" + #")\z"#, options: options)
+            else { throw error }
+            return ended
         }
     }
 

@@ -108,6 +108,27 @@ extension PredicateSemanticsTests {
         }
     }
 
+    /// An expression in free-spacing mode whose `#` comment runs to its end matches the whole
+    /// text like any other (the comment swallowed the wrapper's end, and the expression was
+    /// refused as unparseable); the line break that ends the comment matches nothing. An
+    /// expression that does not parse is still refused.
+    @Test("MATCHES with a free-spacing comment running to the expression's end")
+    func matchesWithTrailingFreeSpacingComment() async throws {
+        for (format, expected) in [("title MATCHES '(?x) a b c  # the letters'", ["abc"]),
+                                   ("title MATCHES[c] '(?x) A B C # no line break after me'", ["abc"]),
+                                   ("title MATCHES '(?x) abc \\\\n? # an optional line break'", ["abc", "abc\n"]),
+                                   ("title MATCHES 'a(?x: b c # inner comment\n)'", ["abc"])] {
+            let results = try await Self.songbookPaths(entity: "Album", format, label: "title", populate: Self.albums(["abc", "abc\n", "xabc", "abcd"]))
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
+        let schema = Fixtures.songbook
+        let album = try #require(schema.entityIndex(named: "Album"))
+        for format in ["title MATCHES 'abc('", "title MATCHES '(?x) abc ) # stray'", "title MATCHES 'abc\\\\'"] {
+            let predicate = try ObjectPredicate(format: format)
+            #expect(throws: StoreError.self, "\(format)") { _ = try BoundPredicate(predicate, entity: album, schema: schema) }
+        }
+    }
+
     /// `[d]` makes MATCHES diacritic-insensitive: the text is compared without its
     /// diacritics, so the expression must be too — an accented letter in it matched nothing,
     /// not even the same text.
