@@ -258,7 +258,7 @@ public struct JSONLinesImporter {
         }
         var explicitID: ObjectID?
         if let idText {
-            guard let id = ObjectID(parsing: idText, of: e.name) else {
+            guard let id = ObjectID(parsing: idText, of: schema.layout.entityNames[entity]) else {
                 throw fail("\"id\" \"\(idText)\" is not an ID of \(e.name) such as \"\(e.name)/1\"")
             }
             explicitID = id
@@ -440,7 +440,7 @@ public struct JSONLinesImporter {
             // the same (a dump writes it for an object without a key where the key is a string).
             if case .object(let pairs) = json {
                 guard pairs.count == 1, pairs[0].key == "id", case .string(let text) = pairs[0].value,
-                      let id = ObjectID(parsing: text, of: destination.name) else {
+                      let id = ObjectID(parsing: text, of: schema.layout.entityNames[r.destination]) else {
                     throw ImportError(line: line, message: "\(name): a reference by ID is {\"id\": \"\(destination.name)/1\"}, not \(json.text)")
                 }
                 return .id(id)
@@ -450,7 +450,7 @@ public struct JSONLinesImporter {
                 // where no key reads the same: for a key that is neither text nor data (whose
                 // base64 may read "File/123"), that is the ID.
                 if ![.string, .data].contains(destination.entity.attributes[u].type), case .string(let text) = json,
-                   let id = ObjectID(parsing: text, of: destination.name) {
+                   let id = ObjectID(parsing: text, of: schema.layout.entityNames[r.destination]) {
                     return .id(id)
                 }
                 switch Value.fromJSON(json, as: destination.entity.attributes[u].type) {
@@ -460,7 +460,7 @@ public struct JSONLinesImporter {
                     throw ImportError(line: line, message: "\(name): a reference to \(destination.name) by \"\(destination.entity.attributes[u].name)\": \(error.reason)")
                 }
             }
-            guard case .string(let text) = json, let id = ObjectID(parsing: text, of: destination.name) else {
+            guard case .string(let text) = json, let id = ObjectID(parsing: text, of: schema.layout.entityNames[r.destination]) else {
                 throw ImportError(line: line, message: destination.unique == nil
                     ? "\(name): \(destination.name) has no unique attribute, so a reference is an ID such as \"\(destination.name)/1\", not \(json.text)"
                     : "\(name): \(json.text) does not name a \(destination.name)")

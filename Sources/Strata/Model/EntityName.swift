@@ -10,7 +10,7 @@ final class EntityName: Sendable {
     let string: String
 
     /// This name's identity, which every ID of the name holds (``ObjectID/entityKey``).
-    var key: EntityKey { EntityKey(address: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())) }
+    var key: EntityKey { EntityKey(Unmanaged.passUnretained(self)) }
 
     private init(_ string: String) {
         self.string = string
@@ -39,4 +39,6 @@ final class EntityName: Sendable {
 /// compared and hashed as a plain integer.
 struct EntityKey: Hashable, Sendable {
     let address: UInt
+
+    init(_ name: Unmanaged<EntityName>) { address = UInt(bitPattern: name.toOpaque()) }
 }

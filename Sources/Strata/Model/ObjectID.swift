@@ -29,7 +29,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
 
     /// The interned name's identity: the same for every ID of an entity, and what schema
     /// layouts compare to find the entity (see ``EntityName/key``).
-    var entityKey: EntityKey { EntityKey(address: UInt(bitPattern: name.toOpaque())) }
+    var entityKey: EntityKey { EntityKey(name) }
 
     /// Creates an identifier from an entity name and a number.
     public init(entity: String, number: UInt64) {
@@ -53,12 +53,13 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible,
         self.init(entity: name, number: number)
     }
 
-    /// Parses the `Entity/number` form of an ID of `entity`; returns `nil` for anything
-    /// else. Text naming another entity is refused before its name is interned, so input
-    /// that names many entities does not grow the table of names.
-    init?(parsing text: some StringProtocol, of entity: String) {
-        guard let (name, number) = Self.parts(of: text), name == entity else { return nil }
-        self.init(entity: entity, number: number)
+    /// Parses the `Entity/number` form of an ID of `entity` (an interned name, such as a
+    /// schema layout's); returns `nil` for anything else. Text naming another entity is
+    /// refused before its name is interned, so input that names many entities does not grow
+    /// the table of names, and the table is not looked up (under its lock) per ID.
+    init?(parsing text: some StringProtocol, of entity: EntityName) {
+        guard let (name, number) = Self.parts(of: text), name == entity.string else { return nil }
+        self.init(entityName: entity, number: number)
     }
 
     /// The entity name and number of the `Entity/number` form, or `nil`.

@@ -236,12 +236,14 @@ public struct Generation: Sendable {
         detachIndexes(touchedBy: record)
         // What each entity needs is looked up once per run of rows of the same entity.
         var last: (name: EntityKey, entity: Int, unique: Int?, ordered: [(attribute: Int, box: Locked<SortedIndex?>)])?
-        let ordered = record.inserted.isEmpty ? [] : tables.indices.map(builtOrderedIndexes(of:))
+        // The built ordered indexes of each entity inserted into, looked up at its first row.
+        var ordered: [[(attribute: Int, box: Locked<SortedIndex?>)]?] = record.inserted.isEmpty ? [] : Array(repeating: nil, count: tables.count)
         for row in record.inserted {
             if last?.name != row.id.entityKey {
                 let entity = schema.entityIndex(of: row.id)!
                 let layout = schema.layout.entities[entity]
-                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, ordered[entity])
+                if ordered[entity] == nil { ordered[entity] = builtOrderedIndexes(of: entity) }
+                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, ordered[entity]!)
             }
             guard let (_, entity, unique, ordered) = last else { continue }
             insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)

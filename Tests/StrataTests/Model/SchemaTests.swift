@@ -193,8 +193,8 @@ import Testing
 
     @Test func textNamingAnotherEntityIsNotInterned() throws {
         let stranger = "NeverAnEntity\(UInt64.random(in: 0...UInt64.max))"
-        #expect(ObjectID(parsing: "\(stranger)/3", of: "Artist") == nil)
-        #expect(ObjectID(parsing: "Artist/3", of: "Artist") == ObjectID(entity: "Artist", number: 3))
+        #expect(ObjectID(parsing: "\(stranger)/3", of: EntityName.interned("Artist")) == nil)
+        #expect(ObjectID(parsing: "Artist/3", of: EntityName.interned("Artist")) == ObjectID(entity: "Artist", number: 3))
         #expect(!EntityName.isInterned(stranger))
         #expect(ObjectID(parsing: "\(stranger)/3")?.entity == stranger)
         #expect(EntityName.isInterned(stranger))
