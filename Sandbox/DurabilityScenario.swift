@@ -170,7 +170,7 @@ struct DurabilityScenario: Scenario {
         return latencies
     }
 
-    private func measure(durability: Durability, writers: Int, saves: Int, through path: Saves) async throws -> Outcome {
+    func measure(durability: Durability, writers: Int, saves: Int, through path: Saves) async throws -> Outcome {
         let directory = Measure.temporaryDirectory("durability")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try Store.create(at: directory + "/store", schema: Workload.schema,

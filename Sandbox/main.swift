@@ -45,6 +45,17 @@ enum SandboxMain {
            let durability = Durability(rawValue: arguments[2]) {
             do { try await ColdOpenScenario.probeCommit(objects: objects, durability: durability) } catch { fail("\(error)", status: 1) }
         }
+        if arguments.first == "--probe-durability", arguments.count == 4, let writers = Int(arguments[1]),
+           let durability = Durability(rawValue: arguments[2]), let saves = Int(arguments[3]), writers > 0, saves > 0 {
+            // `sandbox --probe-durability WRITERS full|relaxed|none SAVES`: one configuration of
+            // the durability scenario (context saves), for profiling: saves per second and
+            // processor time per save.
+            do {
+                let outcome = try await DurabilityScenario().measure(durability: durability, writers: writers, saves: saves, through: .context)
+                printLine("\(writers) writers, \(durability.rawValue): \(Int(outcome.rate)) saves/s, \(Int(outcome.processorPerSave * 1e6)) µs of processor per save, \(outcome.syncsPerSave) fsyncs per save")
+            } catch { fail("\(error)", status: 1) }
+            exit(0)
+        }
         if arguments.first == "--probe-open", arguments.count == 2 {
             do { try ColdOpenScenario.probeOpen(arguments[1]) } catch { fail("\(error)", status: 1) }
             exit(0)
