@@ -12,7 +12,11 @@ struct Arguments {
         var message: String
     }
 
-    init(_ arguments: [String], options allowed: Set<String> = [], flags allowedFlags: Set<String> = []) throws(UsageError) {
+    /// `repeatable`: the options that may be given more than once (each value is kept); any
+    /// other option given twice is a usage error rather than one value silently winning.
+    init(
+        _ arguments: [String], options allowed: Set<String> = [], repeatable: Set<String> = [], flags allowedFlags: Set<String> = []
+    ) throws(UsageError) {
         var i = 0
         while i < arguments.count {
             let argument = arguments[i]
@@ -35,6 +39,9 @@ struct Arguments {
                         i += 1
                         guard i < arguments.count else { throw UsageError(message: "--\(name) needs a value") }
                         value = arguments[i]
+                    }
+                    guard options[name] == nil || repeatable.contains(name) else {
+                        throw UsageError(message: "--\(name) is given more than once; give it once")
                     }
                     options[name, default: []].append(value!)
                 } else {

@@ -55,7 +55,19 @@ enum MigrateCommand {
         if arguments.flags.contains("dry-run") {
             let dryRun = try await plan.dryRun(storeAt: path)
             output.standard(dryRun.description)
-            return dryRun.wouldSucceed ? 0 : 1
+            if dryRun.wouldSucceed { return 0 }
+            // The report is on standard output; the error line names what fails first.
+            if let step = dryRun.steps.first(where: { $0.failure != nil || !$0.problems.isEmpty }) {
+                if let failure = step.failure {
+                    output.errorLine("strata migrate: the migration would fail: \(failure); nothing was written")
+                } else {
+                    let more = step.problems.count - 1
+                    output.errorLine("strata migrate: the migration would fail: validationFailed: step \(step.name): \(step.problems[0])"
+                        + (more > 0 ? "; and \(more)\(step.problems.count >= 100 ? "+" : "") more problem\(more == 1 ? "" : "s") (the dry run's report lists them)" : "")
+                        + "; nothing was written")
+                }
+            }
+            return 1
         }
         let store: Store
         do throws(MigrationError) {

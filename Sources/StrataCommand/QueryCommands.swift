@@ -133,7 +133,7 @@ enum QueryCommands {
             example:
               strata update songs.strata --entity Album --where 'title BEGINSWITH[c] "let there"' --set year=1977
             """,
-        options: ["entity", "where", "set"]
+        options: ["entity", "where", "set"], repeatable: ["set"]
     ) { arguments, output in
         let path = try arguments.positional(0, "STORE")
         try arguments.expectPositionals(1)

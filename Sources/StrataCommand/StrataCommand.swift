@@ -16,6 +16,8 @@ public enum StrataCommand {
         var summary: String
         var help: String
         var options: Set<String> = []
+        /// The options that may be given more than once.
+        var repeatable: Set<String> = []
         var flags: Set<String> = []
         var run: @Sendable (Arguments, Output) async throws -> Int32
     }
@@ -53,8 +55,9 @@ public enum StrataCommand {
         var out = Output(standard: output, error: errors)
         out.errorIsTerminal = errorsIsTerminal
         guard let name = arguments.first else {
-            out.standard(usage)
-            return 0
+            // No command is a usage error (`strata help` prints the same to standard output).
+            out.error(usage)
+            return 2
         }
         switch name {
         case "help", "--help", "-h":
@@ -85,7 +88,7 @@ public enum StrataCommand {
             return 0
         }
         do {
-            let parsed = try Arguments(Array(arguments.dropFirst()), options: command.options, flags: command.flags)
+            let parsed = try Arguments(Array(arguments.dropFirst()), options: command.options, repeatable: command.repeatable, flags: command.flags)
             return try await command.run(parsed, out)
         } catch let error as Arguments.UsageError {
             out.errorLine("strata \(name): \(error.message)")

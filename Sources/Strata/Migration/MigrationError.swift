@@ -92,7 +92,8 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
             text += key.map { "\(entity).\($0): " } ?? "\(entity): "
         }
         text += message
-        if let cause { text += " (caused by \(cause))" }
+        // Not when the message already gives the change (as a `notInferable` one does).
+        if let cause, !message.contains(cause.detail) { text += " (caused by \(cause))" }
         return text
     }
 }

@@ -63,8 +63,10 @@ public struct MigrationPlan: Sendable {
         for step in steps {
             let unhandled = step.unhandledChanges
             if let first = unhandled.first {
+                let others = unhandled.count - 1
+                let count = others == 0 ? "it cannot be inferred" : "it and \(others) more change\(others == 1 ? "" : "s") cannot be inferred"
                 var error = MigrationError(.notInferable,
-                                           "\(first.detail); \(unhandled.count) change(s) cannot be inferred: write a custom transform for the entity",
+                                           "\(first.detail); \(count): write a custom transform for \(first.entity)",
                                            step: step.name, entity: first.entity, key: first.key, cause: first)
                 error.changes = unhandled
                 throw error

@@ -69,6 +69,16 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
         #expect(option.status == 2 && option.errors.hasPrefix("strata info: unknown option --colour"))
         let format = await runTool(["info", "/tmp/x", "--format", "xml"])
         #expect(format.status == 2 && format.errors.hasPrefix("strata info: --format must be one of text, json, not 'xml'"))
+        // An option given twice is refused (one of the two would otherwise be ignored)…
+        let twice = await runTool(["query", "/tmp/x", "--entity", "Artist", "--where", "artistID == 1", "--where=artistID == 2"])
+        #expect(twice.status == 2 && twice.errors.hasPrefix("strata query: --where is given more than once; give it once\nusage: strata query"),
+                "\(twice.errors)")
+        // …but for `--set`, which takes one assignment each time (the store does not exist: a runtime error).
+        let sets = await runTool(["update", "/tmp/strata-no-such-store", "--entity", "Artist", "--where", "artistID == 1", "--set", "name=A", "--set", "artistID=2"])
+        #expect(sets.status == 1, "\(sets.errors)")
+        // No command at all: the usage, on standard error.
+        let bare = await runTool([])
+        #expect(bare.status == 2 && bare.output.isEmpty && bare.errors.hasPrefix("usage: strata COMMAND"), "\(bare.errors)")
     }
 
     @Test("a lone -- ends the options: what follows is a store or file, even named like an option")
