@@ -141,7 +141,11 @@ enum StoreCommands {
         do {
             let report = try await store.compact()
             await store.close()
-            output.line("compacted \(path): checkpoint through transaction \(report.checkpoint), \(report.rows) objects, \(report.bytes) bytes; removed \(report.removedFiles.count) file(s)")
+            if report.wroteCheckpoint {
+                output.line("compacted \(path): checkpoint through transaction \(report.checkpoint), \(report.rows) objects, \(report.bytes) bytes; removed \(report.removedFiles.count) file(s)")
+            } else {
+                output.line("\(path): nothing to compact; its checkpoint through transaction \(report.checkpoint) already covers every transaction")
+            }
             return 0
         } catch {
             await store.close()

@@ -14,6 +14,10 @@ extension Journal {
         public var bytes: Int64
         /// Segment and checkpoint files removed because the new checkpoint covers them.
         public var removedFiles: [String]
+        /// Whether a checkpoint was written: `false` when the store's checkpoint already
+        /// covered every transaction (then ``rows`` and ``bytes`` are 0 and ``checkpoint``
+        /// and ``path`` are the existing checkpoint's).
+        public var wroteCheckpoint = true
     }
 
     /// Writes a checkpoint of `source` and removes the segments it covers, while appends
@@ -81,7 +85,7 @@ extension Journal {
     private func writeCheckpoint(_ source: some CheckpointSource, cancellation: CancellationFlag) throws(StoreError) -> CompactionReport {
         let through = source.lastTransaction
         if let existing = state.withLock({ $0.checkpoint }), existing.through >= through {
-            return CompactionReport(checkpoint: existing.through, path: existing.path, rows: 0, bytes: 0, removedFiles: [])
+            return CompactionReport(checkpoint: existing.through, path: existing.path, rows: 0, bytes: 0, removedFiles: [], wroteCheckpoint: false)
         }
         let writer = CheckpointWriter(directory: path, storeID: storeID, schema: schema, codec: codec, io: io)
         let written = try writer.write(source, cancellation: cancellation)

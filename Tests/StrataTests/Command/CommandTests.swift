@@ -143,6 +143,10 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
         let compacted = await runTool(["compact", store])
         #expect(compacted.status == 0, "\(compacted.errors)")
         #expect(compacted.output.contains("checkpoint through transaction 3, 3 objects"))
+        // Again, with nothing new: nothing is written, and it says so.
+        let again = await runTool(["compact", store])
+        #expect(again.status == 0 && again.output == "\(store): nothing to compact; its checkpoint through transaction 3 already covers every transaction\n",
+                "\(again.output)")
         let after = await runTool(["info", store, "--format", "json"])
         #expect(try JSON.parse(after.output)["checkpoint"] == .int(3))
         #expect(await runTool(["verify", store]).status == 0)
