@@ -76,7 +76,7 @@ struct DurabilityScenario: Scenario {
                 ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
                 ("fsyncsPerSave", number(1)), ("bytesPerSave", .int(Int64(bytesPerSave))),
             ]))
-            table.append([label, "1", "", format(p50), format(p99), "1", ""])
+            table.append([label, "1", format(1000 / max(p50, 1e-9)), format(p50), format(p99), "1", ""])
             return p50
         }
         let rawP50 = floor("raw append+fsync", raw)

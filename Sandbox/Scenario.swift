@@ -57,11 +57,20 @@ protocol Scenario: Sendable {
     var summary: String { get }
     /// The command-line options it has no use for (`--stacks`, `--save-every`, `--seed`).
     var ignoredOptions: [String] { get }
+    /// The fewest objects it can measure what it measures with (`--objects` below this is
+    /// raised to it, and the sandbox says so); `nil` for no minimum.
+    var minimumObjects: Int? { get }
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport
 }
 
 extension Scenario {
     var ignoredOptions: [String] { [] }
+    var minimumObjects: Int? { nil }
+
+    /// `--objects`, or `defaultObjects`, raised to ``minimumObjects``.
+    func objectCount(_ options: ScenarioOptions, default defaultObjects: Int) -> Int {
+        max(options.objects ?? defaultObjects, minimumObjects ?? 0)
+    }
 }
 
 /// Formats a number for tables: three significant digits, no exponent.
@@ -72,8 +81,10 @@ func format(_ value: Double, digits: Int = 3) -> String {
     return String(format: "%.\(decimals)f", value)
 }
 
-/// A JSON number rounded to a sensible precision.
+/// A JSON number rounded to `decimals` places, but to no fewer significant digits than
+/// ``format(_:digits:)`` prints in the table (three), so that the two agree.
 func number(_ value: Double, decimals: Int = 4) -> JSON {
-    let scale = pow(10, Double(decimals))
+    let significant = value == 0 || !value.isFinite ? 0 : 2 - Int(floor(log10(abs(value))))
+    let scale = pow(10, Double(max(decimals, significant)))
     return .double((value * scale).rounded() / scale)
 }

@@ -70,6 +70,7 @@ enum SandboxMain {
             exit(0)
         }
         if arguments.first == "list" {
+            guard arguments.count == 1 else { fail("list takes no arguments, not '\(arguments[1])'") }
             for scenario in scenarios { printLine("\(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(scenario.summary)") }
             printLine("all                  every scenario above, one after another")
             for stack in StackName.all { printLine("stack \(stack.name.padding(toLength: 22, withPad: " ", startingAt: 0)) \(stack.summary)") }
@@ -124,6 +125,15 @@ enum SandboxMain {
             default: fail("unknown option \(arguments[index]); \(usage)")
             }
             index += 1
+        }
+
+        // A scenario that cannot measure at the size asked for runs at its minimum: say so.
+        if let asked = options.objects {
+            for scenario in chosen {
+                if let minimum = scenario.minimumObjects, asked < minimum {
+                    FileHandle.standardError.write(Data("sandbox: \(scenario.name) needs at least \(minimum) objects; it runs with \(minimum), not \(asked)\n".utf8))
+                }
+            }
         }
 
         // An output file that cannot be written is refused before the scenarios run, not

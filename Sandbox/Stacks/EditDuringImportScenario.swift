@@ -7,12 +7,13 @@ import Strata
 struct EditDuringImportScenario: Scenario {
     let name = "edit-during-import"
     let summary = "an editor open during an import, with and without merging: what it sees, conflicts reported and resolved by policy, no lost update"
+    let minimumObjects: Int? = 3_000
 
     static let shown = 1_000, edited = 200, contested = 100
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let presets = options.stacks ?? StackName.all.map(\.preset)
-        let objects = max(options.objects ?? 15_000, 3_000)
+        let objects = objectCount(options, default: 15_000)
         let saveEvery = options.saveEvery ?? 250
         var results: [JSON] = []
         var table: [[String]] = [["stack", "editor merges", "import seen", "conflicts", "editor save ms", "lost updates"]]

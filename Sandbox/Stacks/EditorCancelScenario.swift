@@ -7,10 +7,11 @@ struct EditorCancelScenario: Scenario {
     let name = "editor-cancel"
     let summary = "a scratch editor makes thousands of edits and is discarded: its cost, and proof nothing leaked into the view context or the store"
     let ignoredOptions = ["--save-every"]
+    let minimumObjects: Int? = 6_000
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let presets = options.stacks ?? StackName.all.map(\.preset)
-        let objects = max(options.objects ?? 15_000, 6_000)
+        let objects = objectCount(options, default: 15_000)
         var results: [JSON] = []
         var table: [[String]] = [["stack", "edits", "edit ms", "main busy ms", "editor freed", "view unchanged", "store unchanged"]]
         var clean = true

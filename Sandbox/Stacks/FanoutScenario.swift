@@ -8,13 +8,14 @@ struct FanoutScenario: Scenario {
     let name = "fanout"
     let summary = "1,000 live result sets in the view context, one save updating 10,000 objects: time until the last is notified"
     let ignoredOptions = ["--save-every"]
+    let minimumObjects: Int? = 26_000  // 10,400 songs
 
     static let observers = 1_000
     static let updated = 10_000
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let presets = options.stacks ?? StackName.all.map(\.preset)
-        let objects = max(options.objects ?? 30_000, 26_000)  // 10,400 songs
+        let objects = objectCount(options, default: 30_000)
         var results: [JSON] = []
         var table: [[String]] = [["stack", "last notified ms", "main busy ms", "notified"]]
         var lastTimes: [StackPreset: Double] = [:]

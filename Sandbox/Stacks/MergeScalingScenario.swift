@@ -7,13 +7,14 @@ struct MergeScalingScenario: Scenario {
     let name = "merge-scaling"
     let summary = "main-actor cost of one background save reaching the view context: 1k / 10k changed objects × 0 / 100 / 1,000 / 10,000 registered"
     let ignoredOptions = ["--save-every"]
+    let minimumObjects: Int? = 30_000  // 12,000 songs: room for 10,000 of each
 
     static let registeredCounts = [0, 100, 1_000, 10_000]
     static let changedCounts = [1_000, 10_000]
 
     func run(_ options: ScenarioOptions, progress: @Sendable (String) -> Void) async throws -> ScenarioReport {
         let presets = options.stacks ?? StackName.all.map(\.preset)
-        let objects = max(options.objects ?? 30_000, 30_000)  // 12,000 songs: room for 10,000 of each
+        let objects = objectCount(options, default: 30_000)
         var results: [JSON] = []
         var table: [[String]] = [["stack", "registered", "1k changed ms", "10k changed ms", "how the view learns"]]
         var costs: [StackPreset: [Int: [Int: Double]]] = [:]

@@ -142,6 +142,8 @@ import Testing
         let badStack = try await run(["shootout", "--stacks", "hybrid,lonely"])
         #expect(badStack.status == 2)
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
+        let extra = try await run(["list", "durability"])
+        #expect(extra.status == 2 && extra.errors.contains("list takes no arguments, not 'durability'"), "\(extra.errors)")
     }
 
     @Test("--help after a scenario prints the usage (exit 0); an option the scenario does not use is named; an output file that cannot be written is refused before the run")
@@ -158,6 +160,11 @@ import Testing
         let refused = try await run(["durability", "--objects", "40", "--runs", "1", "--json", missing])
         #expect(refused.status == 1)
         #expect(refused.errors.contains("cannot write \(missing): there is no directory"), "\(refused.errors)")
+        // A size below what a scenario can measure with is raised, and the sandbox says so
+        // (here before the output file is refused, so that nothing runs).
+        let small = try await run(["editor-cancel", "--objects", "100", "--json", missing])
+        #expect(small.status == 1)
+        #expect(small.errors.contains("sandbox: editor-cancel needs at least 6000 objects; it runs with 6000, not 100"), "\(small.errors)")
         #expect(!refused.output.contains("→ "), "refused before the scenario ran: \(refused.output)")
         let directory = FileManager.default.temporaryDirectory.path
         let onDirectory = try await run(["durability", "--objects", "40", "--runs", "1", "--html", directory])
