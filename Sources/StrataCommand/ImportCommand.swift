@@ -51,7 +51,7 @@ enum ImportCommand {
             output.errorLine("strata import: cannot read \(error)")
             return 1
         }
-        let store = try Store.open(at: path)
+        let store = try StrataCommand.openForWriting(path, command: "import", output)
         var importer = JSONLinesImporter(store: store, batchSize: batchSize)
         let bar = progress == "bar" ? ProgressBar(output: output, total: reader.size) : nil
         let outcome: Result<JSONLinesImporter.Summary, JSONLinesImporter.ImportError>

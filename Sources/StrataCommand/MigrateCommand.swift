@@ -30,6 +30,10 @@ enum MigrateCommand {
         let schema = try Schema(contentsOfModelFile: modelPath)
         let reader = try Store.open(at: path, configuration: .init(readOnly: true))
         let stored = reader.schema
+        // The migration's own open cuts a torn tail the read-only one skipped.
+        if let torn = reader.recovery.tornTail, !arguments.flags.contains("dry-run") {
+            output.errorLine(StrataCommand.tornTailNote(torn, command: "migrate", lastTransaction: reader.recovery.lastTransaction))
+        }
         await reader.close()
         // Inferred from the store's schema, another model's would remove every entity.
         guard schema.name == stored.name else {

@@ -142,7 +142,7 @@ enum QueryCommands {
         let assignments = arguments.options["set"] ?? []
         guard !assignments.isEmpty else { throw Arguments.UsageError(message: "--set is required") }
         let predicate = try predicate(arguments)
-        let store = try Store.open(at: path)
+        let store = try StrataCommand.openForWriting(path, command: "update", output)
         do {
             let generation = store.currentGeneration
             guard let entity = store.schema.entity(named: entityName) else {
@@ -203,7 +203,7 @@ enum QueryCommands {
         let entity = try arguments.requireOption("entity")
         _ = try arguments.requireOption("where")
         let predicate = try predicate(arguments)
-        let store = try Store.open(at: path)
+        let store = try StrataCommand.openForWriting(path, command: "delete", output)
         do {
             let generation = store.currentGeneration
             let matched = try generation.fetch(FetchRequest(entity: entity, predicate: predicate, sortBy: []))

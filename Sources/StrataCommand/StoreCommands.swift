@@ -137,7 +137,7 @@ enum StoreCommands {
     ) { arguments, output in
         let path = try arguments.positional(0, "STORE")
         try arguments.expectPositionals(1)
-        let store = try Store.open(at: path)
+        let store = try StrataCommand.openForWriting(path, command: "compact", output)
         do {
             let report = try await store.compact()
             await store.close()

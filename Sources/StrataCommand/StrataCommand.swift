@@ -116,3 +116,22 @@ public enum StrataCommand {
         return text
     }
 }
+
+extension StrataCommand {
+    /// Opens a store for writing, for `command`. Opening cuts a torn tail — the record an
+    /// interrupted write left incomplete, or one damaged at the very end, which cannot be
+    /// told apart — and the transactions in it are gone from the store: that is said on
+    /// standard error, as the read-only commands say what they skip.
+    static func openForWriting(_ path: String, command: String, _ output: Output) throws(StoreError) -> Store {
+        let store = try Store.open(at: path)
+        if let torn = store.recovery.tornTail { output.errorLine(tornTailNote(torn, command: command, lastTransaction: store.recovery.lastTransaction)) }
+        return store
+    }
+
+    /// The note for a torn tail a writer cuts.
+    static func tornTailNote(_ torn: RecoveryReport.TornTail, command: String, lastTransaction: UInt64) -> String {
+        "strata \(command): note: cut \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path) (\(torn.reason)), "
+            + "an interrupted write or damage at the journal's end; the store holds transactions 1–\(lastTransaction), "
+            + "and the next commit is \(lastTransaction + 1)"
+    }
+}

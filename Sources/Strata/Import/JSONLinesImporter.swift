@@ -226,12 +226,12 @@ public struct JSONLinesImporter {
                 guard case .string(let s) = value else { throw fail("\"id\" must be a string such as \"Artist/1\", not \(value.kindName)") }
                 idText = s
             default:
-                throw fail("unknown key \"\(key)\" (a line has \"entity\", \"values\" and optionally \"id\")")
+                throw fail("unknown key \"\(key.excerpt)\" (a line has \"entity\", \"values\" and optionally \"id\")")
             }
         }
         guard let entityName else { throw fail("the line has no \"entity\"") }
         guard let entity = schema.entityIndex(named: entityName) else {
-            throw fail("unknown entity \"\(entityName)\"; the entities are \(schema.entities.map(\.name).joined(separator: ", "))")
+            throw fail("unknown entity \"\(entityName.excerpt)\"; the entities are \(schema.entities.map(\.name).joined(separator: ", "))")
         }
         let e = info[entity]
         let given = values ?? []
@@ -241,7 +241,7 @@ public struct JSONLinesImporter {
         var nonASCII = false
         for (key, value) in given {
             guard let index = e.index(of: key) else {
-                throw fail("\(e.name) has no key \"\(key)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
+                throw fail("\(e.name) has no key \"\(key.excerpt)\"; its keys are \(e.entity.propertyNames.joined(separator: ", "))")
             }
             if !nonASCII, key.utf8.contains(where: { $0 >= 0x80 }) { nonASCII = true }
             properties.append((index, value))
@@ -252,14 +252,14 @@ public struct JSONLinesImporter {
             var seen: [Int: String] = [:]
             for (offset, property) in properties.enumerated() {
                 if let first = seen.updateValue(given[offset].key, forKey: property.index) {
-                    throw fail("duplicate key: \"\(first)\" and \"\(given[offset].key)\" both name \(e.name).\(e.propertyNames[property.index])")
+                    throw fail("duplicate key: \"\(first.excerpt)\" and \"\(given[offset].key.excerpt)\" both name \(e.name).\(e.propertyNames[property.index])")
                 }
             }
         }
         var explicitID: ObjectID?
         if let idText {
             guard let id = ObjectID(parsing: idText, of: schema.layout.entityNames[entity]) else {
-                throw fail("\"id\" \"\(idText)\" is not an ID of \(e.name) such as \"\(e.name)/1\"")
+                throw fail("\"id\" \"\(idText.excerpt)\" is not an ID of \(e.name) such as \"\(e.name)/1\"")
             }
             explicitID = id
         }
@@ -441,7 +441,7 @@ public struct JSONLinesImporter {
             if case .object(let pairs) = json {
                 guard pairs.count == 1, pairs[0].key == "id", case .string(let text) = pairs[0].value,
                       let id = ObjectID(parsing: text, of: schema.layout.entityNames[r.destination]) else {
-                    throw ImportError(line: line, message: "\(name): a reference by ID is {\"id\": \"\(destination.name)/1\"}, not \(json.text)")
+                    throw ImportError(line: line, message: "\(name): a reference by ID is {\"id\": \"\(destination.name)/1\"}, not \(json.text.excerpt)")
                 }
                 return .id(id)
             }
@@ -462,8 +462,8 @@ public struct JSONLinesImporter {
             }
             guard case .string(let text) = json, let id = ObjectID(parsing: text, of: schema.layout.entityNames[r.destination]) else {
                 throw ImportError(line: line, message: destination.unique == nil
-                    ? "\(name): \(destination.name) has no unique attribute, so a reference is an ID such as \"\(destination.name)/1\", not \(json.text)"
-                    : "\(name): \(json.text) does not name a \(destination.name)")
+                    ? "\(name): \(destination.name) has no unique attribute, so a reference is an ID such as \"\(destination.name)/1\", not \(json.text.excerpt)"
+                    : "\(name): \(json.text.excerpt) does not name a \(destination.name)")
             }
             return .id(id)
         }
@@ -500,7 +500,7 @@ public struct JSONLinesImporter {
         var seen = Set<Reference>()
         for item in items {
             let ref = try reference(item)
-            guard seen.insert(ref).inserted else { throw ImportError(line: line, message: "\(name) lists \(item.text) twice") }
+            guard seen.insert(ref).inserted else { throw ImportError(line: line, message: "\(name) lists \(item.text.excerpt) twice") }
             references.append(ref)
         }
         let resolved = references.map(resolve)
@@ -516,7 +516,7 @@ public struct JSONLinesImporter {
         for (rank, ref) in references.enumerated() {
             if let target = resolved[rank] {
                 if mixed, !named.insert(target).inserted {
-                    throw ImportError(line: line, message: "\(name) lists \(target) twice (\(items[rank].text) names it again)")
+                    throw ImportError(line: line, message: "\(name) lists \(target) twice (\(items[rank].text.excerpt) names it again)")
                 }
                 targets.append(target)
                 if waits { lineRanks[target] = rank }

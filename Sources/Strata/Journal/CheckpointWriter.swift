@@ -145,7 +145,7 @@ struct CheckpointWriter {
             try flush(&writer)
             try checkCancellation()
             do throws(FileIOError) {
-                try io.sync(fd)
+                try io.sync(fd, path: temporaryPath)
             } catch {
                 throw StoreError.io(error, "syncing a checkpoint")
             }

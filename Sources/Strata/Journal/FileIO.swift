@@ -56,6 +56,14 @@ public struct FileIOError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(operation) \(path): \(FileIOError.describe(errno)) (errno \(errno))" }
 
+    /// The error naming `path`: an operation on a descriptor knows only the descriptor's
+    /// number, and an error should name the file.
+    func naming(_ path: String) -> FileIOError {
+        var error = self
+        error.path = path
+        return error
+    }
+
     static func describe(_ code: Int32) -> String {
         // strerror_r, not strerror: errors are described on many threads at once.
         var buffer = [CChar](repeating: 0, count: 256)
@@ -116,12 +124,22 @@ extension FileIO {
     {
         var done = 0
         while done < bytes.count {
-            let n = try retryingInterrupts { () throws(FileIOError) in
-                try write(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + Int64(done))
+            let n: Int
+            do throws(FileIOError) {
+                n = try retryingInterrupts { () throws(FileIOError) in
+                    try write(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + Int64(done))
+                }
+            } catch {
+                throw error.naming(path)
             }
             guard n > 0 else { throw FileIOError(operation: "write", path: path, errno: EIO) }
             done += n
         }
+    }
+
+    /// Syncs an open file (`fsync`); an error names `path`.
+    public func sync(_ fd: FileDescriptor, path: String) throws(FileIOError) {
+        do throws(FileIOError) { try sync(fd) } catch { throw error.naming(path) }
     }
 
     /// Writes all of a byte array at `offset`.
@@ -153,7 +171,12 @@ extension FileIO {
     ///   memory (a store is held in memory, so no such file can be one this machine opens; a
     ///   hostile sparse file claiming terabytes must not make the reader allocate them).
     public func readAll(_ fd: FileDescriptor, path: String) throws(FileIOError) -> [UInt8] {
-        let reported = try retryingInterrupts { () throws(FileIOError) in try self.size(of: fd) }
+        let reported: Int64
+        do throws(FileIOError) {
+            reported = try retryingInterrupts { () throws(FileIOError) in try self.size(of: fd) }
+        } catch {
+            throw error.naming(path)
+        }
         guard reported <= Self.largestWholeRead else {
             throw FileIOError(operation: "read (the file is \(reported) bytes, more than this machine's \(Self.largestWholeRead) bytes of memory)",
                               path: path, errno: EFBIG)
@@ -163,7 +186,8 @@ extension FileIO {
         let result: Result<Int, FileIOError> = bytes.withUnsafeMutableBytes { raw in
             Result { () throws(FileIOError) -> Int in try readFully(fd, into: raw, at: 0) }
         }
-        let read = try result.get()
+        let read: Int
+        do throws(FileIOError) { read = try result.get() } catch { throw error.naming(path) }
         if read < size { bytes.removeLast(size - read) }
         return bytes
     }

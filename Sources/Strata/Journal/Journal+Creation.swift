@@ -64,7 +64,7 @@ extension Journal {
             if configuration.durability != .full {
                 // Creation is always durable: a store that exists must open after any crash.
                 do throws(FileIOError) {
-                    try io.sync(first.descriptor)
+                    try io.sync(first.descriptor, path: first.segment.path)
                     try io.syncDirectory(path)
                 } catch {
                     io.close(first.descriptor)

@@ -102,7 +102,7 @@ extension Journal {
                     let fd = try io.open(torn.path, access: .readWrite, creation: .mustExist)
                     defer { io.close(fd) }
                     try io.retryingInterrupts { () throws(FileIOError) in try io.truncate(fd, to: torn.offset) }
-                    try io.sync(fd)
+                    try io.sync(fd, path: torn.path)
                 }
                 if let last = segments.last {
                     guard let end = replay.lastSegmentEnd else { preconditionFailure("replay kept a segment without reading it") }
@@ -159,6 +159,8 @@ struct StoreReplay {
     let mode: Mode
 
     private(set) var storeID: UUID?
+    /// The file ``storeID`` was read from (the first the open read).
+    private var storeIDFile: String?
     private(set) var schema: Schema?
     private(set) var codec: RecordCodec?
     private(set) var report = RecoveryReport()
@@ -279,7 +281,10 @@ struct StoreReplay {
             throw corrupted("the file header is damaged: \(why)", path: path, offset: Int64(RecordFormat.magicSize))
         }
         if let storeID, header.storeID != storeID {
-            throw corrupted("the file belongs to another store (\(header.storeID), not \(storeID)); remove it from this directory",
+            // Either file may be the stray one (a file copied in over or beside the store's
+            // own): both are named, and neither is said to be safe to remove.
+            let first = storeIDFile.map { ($0 as NSString).lastPathComponent } ?? "the first file read"
+            throw corrupted("the file belongs to another store (\(header.storeID)) than \(first) (\(storeID)): the directory holds the files of two stores; find out which of the two belongs here (from the store's other files, or a backup) before moving the other out",
                             path: path, offset: Int64(RecordFormat.magicSize))
         }
         if let schema, header.fingerprint != schema.fingerprint {
@@ -309,6 +314,7 @@ struct StoreReplay {
             }
             schema = stored
             storeID = header.storeID
+            storeIDFile = path
             codec = RecordCodec(schema: stored, storeID: header.storeID)
             do throws(ReplayError) { try target.prepare(schema: expected ?? stored) } catch {
                 throw StoreError(.corrupted, "the store cannot be loaded: \(error.message)", path: path)

@@ -44,7 +44,7 @@ extension Journal {
             return
         }
         do throws(FileIOError) {
-            try io.sync(current.descriptor)
+            try io.sync(current.descriptor, path: current.segment.path)
         } catch {
             throw StoreError(.io, "syncing zero-filled space ahead of appends failed: \(error)",
                              path: path, offset: current.allocated, underlying: error)

@@ -779,7 +779,7 @@ public final class Journal: Sendable {
             try batch.withUnsafeBytes { (bytes) throws(FileIOError) in try io.writeAll(current.descriptor, bytes, at: size, path: path) }
             if durability == .full {
                 let start = DispatchTime.now().uptimeNanoseconds
-                try io.sync(current.descriptor)
+                try io.sync(current.descriptor, path: current.segment.path)
                 syncNanoseconds = DispatchTime.now().uptimeNanoseconds - start
             }
         } catch {
@@ -847,7 +847,7 @@ public final class Journal: Sendable {
         do throws(FileIOError) {
             try io.writeAll(fd, writer.bytes, at: 0, path: segmentPath)
             if configuration.durability == .full {
-                try io.sync(fd)
+                try io.sync(fd, path: segmentPath)
                 try io.syncDirectory(path)
             }
         } catch {

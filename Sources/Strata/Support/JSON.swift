@@ -257,7 +257,7 @@ struct JSONParser {
             if !overflow { return .int(value) }
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-        guard let double = Double(text), double.isFinite else { throw fail("the number \(text) is out of range", at: start) }
+        guard let double = Double(text), double.isFinite else { throw fail("the number \(text.excerpt) is out of range", at: start) }
         return .double(double)
     }
 

@@ -24,3 +24,15 @@ enum UTF8Text {
         return true
     }
 }
+
+extension String {
+    /// The text to quote in an error message: the whole of it, or for a long one (a
+    /// culprit taken from hostile input may be megabytes) its start and its length.
+    var excerpt: String {
+        let limit = 100
+        guard utf8.count > limit else { return self }
+        let length = count
+        guard length > limit else { return self }
+        return String(prefix(limit - 20)) + "… (\(length) characters)"
+    }
+}

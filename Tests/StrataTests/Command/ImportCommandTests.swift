@@ -183,6 +183,11 @@ import Testing
         BadInput(name: "to-one given an array", line: #"{"entity": "Album", "values": {"albumID": 9, "title": "x", "artist": [1]}}"#,
                  culprit: "Album.artist is a to-one relationship"),
         BadInput(name: "not an object", line: "[1, 2]", culprit: "expected an object"),
+        // A long culprit is quoted by its start and its length, not echoed whole.
+        BadInput(name: "a long unknown entity", line: #"{"entity": ""# + String(repeating: "E", count: 100_000) + #"", "values": {}}"#,
+                 culprit: "unknown entity \"" + String(repeating: "E", count: 80) + "… (100000 characters)\"; the entities are Artist, Album, Song, Tag"),
+        BadInput(name: "a number too long", line: #"{"entity": "Artist", "values": {"artistID": "# + String(repeating: "9", count: 100_000) + "}}",
+                 culprit: "not valid JSON: the number " + String(repeating: "9", count: 80) + "… (100000 characters) is out of range at column 45"),
     ]
 
     @Test(arguments: badInputs)

@@ -25,7 +25,7 @@ import Testing
         case earlierSegmentLastRecord, earlierSegmentMiddleRecord, earlierSegmentHeader, firstSegmentSchemaRecord
         case checkpointRow, checkpointEnd, checkpointHeader
         case missingMiddleSegment
-        case foreignMiddleSegment, foreignLastSegment
+        case foreignMiddleSegment, foreignLastSegment, foreignCheckpoint
         case futureVersionCheckpoint, futureVersionSegment, futureVersionLastSegment
         case differentSchema
 
@@ -37,6 +37,8 @@ import Testing
         var file: String?
         var offset: Int?
         var transaction: UInt64?
+        /// Text the error's message must hold.
+        var mentions: [String] = []
     }
 
     /// Applies `damage` to a copy of the store's files; returns the files and what opening must say.
@@ -107,6 +109,12 @@ import Testing
         case .foreignLastSegment:
             files[last] = try await foreign(last)
             return (files, Expected(code: .corrupted, file: last, offset: RecordFormat.magicSize))
+        case .foreignCheckpoint:
+            // The first file read is the stray one: the error is raised at the next, which is
+            // the store's own, so it names both and calls neither the one to remove.
+            files[checkpoint] = try await foreign(checkpoint)
+            return (files, Expected(code: .corrupted, file: first, offset: RecordFormat.magicSize,
+                                    mentions: [checkpoint, "the directory holds the files of two stores"]))
         case .futureVersionCheckpoint:
             files[checkpoint] = try future(checkpoint, .checkpoint)
             return (files, Expected(code: .unsupportedFormatVersion, file: checkpoint))
@@ -138,6 +146,7 @@ import Testing
             if let file = expected.file { #expect(error.path == StoreLayout.join(path, file), "\(context): \(error)") }
             if let offset = expected.offset { #expect(error.offset == Int64(offset), "\(context): \(error)") }
             #expect(error.transaction == expected.transaction, "\(context): \(error)")
+            for text in expected.mentions { #expect(error.message.contains(text), "\(context): \(error)") }
             let after = try StoreSnapshot.read(path)
             #expect(after == files, "\(context): \(after.firstDifference(from: files) ?? "") changed")
         }
