@@ -190,8 +190,10 @@ private func exerciseBasics(_ fs: some FileIO, root: String) throws {
         #expect(failure { try fs.size(of: bogus) } == EBADF)
         #expect(failure { try fs.tryLock(bogus) } == EBADF)
         #expect(failure { try fs.truncate(bogus, to: 0) } == EBADF)
+        // The helpers that are given the file's path name it (the descriptor alone knows none).
         let written = error { try fs.writeAll(bogus, [1], at: 0, path: "/x") }
-        #expect(written == FileIOError(operation: "write", path: "fd 99", errno: EBADF))
+        #expect(written == FileIOError(operation: "write", path: "/x", errno: EBADF))
+        #expect(error { try fs.sync(bogus, path: "/x") } == FileIOError(operation: "fsync", path: "/x", errno: EBADF))
 
         // A closed descriptor is unknown too.
         let fd = try fs.open("/f", access: .readWrite, creation: .createExclusive)
@@ -474,7 +476,7 @@ private func exerciseBasics(_ fs: some FileIO, root: String) throws {
         try fs.createDirectory("/d")
         let fd = try fs.open("/d/f", access: .readWrite, creation: .createExclusive)
         fs.inject(.init(callIndex: fs.callCount, kind: .error(ENOSPC), persistence: .forever))
-        let full = FileIOError(operation: "write", path: fd.description, errno: ENOSPC)
+        let full = FileIOError(operation: "write", path: "/d/f", errno: ENOSPC)
         #expect(error { try fs.writeAll(fd, [1], at: 0, path: "/d/f") } == full)
         #expect(error { try fs.sync(fd) } == FileIOError(operation: "fsync", path: fd.description, errno: ENOSPC))
         let renamed = FileIOError(operation: "rename", path: "/d/f -> /d/g", errno: ENOSPC)
@@ -568,7 +570,7 @@ private func exerciseBasics(_ fs: some FileIO, root: String) throws {
 
         fs.clearFaults()
         fs.inject(.init(callIndex: 0, kind: .error(EIO), persistence: .forever, operations: [.write]))
-        let failed = FileIOError(operation: "write", path: fd.description, errno: EIO)
+        let failed = FileIOError(operation: "write", path: "/f", errno: EIO)
         #expect(error { try fs.writeAll(fd, [1], at: 100, path: "/f") } == failed)
     }
 
