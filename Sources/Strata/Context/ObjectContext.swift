@@ -314,7 +314,10 @@ public actor ObjectContext {
     }
 
     /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on
-    /// top; without, they are dropped and the object becomes a fault. An object deleted here
+    /// top; without, they are dropped and the object becomes a fault. Dropping a relationship
+    /// change takes back what it did on the other side too, as setting the relationship back
+    /// would: the objects the object left get it back, those it joined lose it (an object that
+    /// moved over from a third one is left without it; the third has let it go). An object deleted here
     /// stays deleted either way (its delete rules changed other objects: ``rollback()``
     /// takes a deletion back); it takes the parent's current values.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {

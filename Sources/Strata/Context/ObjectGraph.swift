@@ -986,6 +986,8 @@ final class ObjectGraph {
                 object.changedKeys.insert(index)
             }
         } else {
+            // Its relationship changes go, and with them what they did to the other side.
+            if object.lifecycle == .persistent { undoInverses(ofRelationshipChangesOf: object, backTo: row.values) }
             object.isLoaded = false
             object.storage = []
             object.base = nil
@@ -995,5 +997,39 @@ final class ObjectGraph {
         setTracking(object)
         touch(object)
         if (object.isLoaded ? object.storage : row.values) != before { pendingNotification.refreshed.insert(object.objectID) }
+    }
+
+    /// Takes back, on the other side of each relationship `object` changed, what the change
+    /// did there: the objects it left get it back and the objects it joined lose it, as if
+    /// its relationships were set back to `values` (the row the object goes back to). A
+    /// related object whose relationship ends as it began (the same objects) takes its
+    /// original order back too, and with it no change. Without this, dropping the object's
+    /// changes left the other sides changed, and no save could go through.
+    private func undoInverses(ofRelationshipChangesOf object: ManagedObject, backTo values: [Value]) {
+        let infos = relationships[object.entityIndex]
+        for index in object.changedKeys.sorted() {
+            guard let info = infos[index] else { continue }
+            let current = Self.targets(object.storage[index])
+            let original = Self.targets(values[index])
+            let originalSet = Set(original), currentSet = Set(current)
+            var touched: [ManagedObject] = []
+            for id in current where !originalSet.contains(id) {
+                let target = self.object(with: id)
+                removeInverse(of: object.objectID, from: target, at: info.inverseIndex)
+                touched.append(target)
+            }
+            for id in original where !currentSet.contains(id) {
+                let target = self.object(with: id)
+                load(target)
+                guard target.lifecycle == .inserted || target.lifecycle == .persistent else { continue }
+                addInverse(object, to: target, at: info.inverseIndex, forwardIndex: index)
+                touched.append(target)
+            }
+            for target in touched where target.lifecycle == .persistent {
+                guard let base = target.base?[info.inverseIndex], target.storage[info.inverseIndex] != base,
+                      Set(Self.targets(target.storage[info.inverseIndex])) == Set(Self.targets(base)) else { continue }
+                setPrimitive(target, index: info.inverseIndex, value: base)
+            }
+        }
     }
 }
