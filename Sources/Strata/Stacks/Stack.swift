@@ -65,6 +65,11 @@ public final class Stack: Sendable {
         var last: Task<Void, Never>?
         var failure: StoreError?
         var isClosed = false
+        /// Saves through the view context accepted and not yet handed to the writer (the
+        /// view's save into the writer is running): ``close()`` waits for them too.
+        var accepted = 0
+        /// A ``close()`` waiting for ``accepted`` to reach 0.
+        var closing: [CheckedContinuation<Void, Never>] = []
     }
 
     /// What became of one asynchronous writer save.
@@ -204,9 +209,17 @@ public final class Stack: Sendable {
         var current: ObjectContext? = context
         while let next = current {
             if next === viewContext, let writerContext {
-                try checkWriterAccepts()
-                try await viewContext.save()  // into the writer
-                scheduleWriterSave(writerContext)
+                // Accepted under the writer's lock, so that a `close()` from now on waits for
+                // this save to be handed to the writer and written (it once closed the store
+                // while the view's save ran, and the save, reported done, was lost).
+                try acceptWriterSave()
+                do throws(StoreError) {
+                    try await viewContext.save()  // into the writer
+                } catch {
+                    endAcceptedSave(handingTo: nil)
+                    throw error
+                }
+                endAcceptedSave(handingTo: writerContext)
                 return
             }
             try await next.save()
@@ -219,10 +232,16 @@ public final class Stack: Sendable {
     /// store alone instead can leave accepted writer saves unwritten (they end with
     /// `closed` on ``writerSaves()``).
     public func close() async {
-        let last = writer.withLock { state -> Task<Void, Never>? in
-            state.isClosed = true
-            return state.last
+        await withCheckedContinuation { (closing: CheckedContinuation<Void, Never>) in
+            let ready = writer.withLock { state -> Bool in
+                state.isClosed = true
+                guard state.accepted > 0 else { return true }
+                state.closing.append(closing)
+                return false
+            }
+            if ready { closing.resume() }
         }
+        let last = writer.withLock { $0.last }
         await last?.value
         writes.finish()
         await store.close()
@@ -235,19 +254,45 @@ public final class Stack: Sendable {
         try store.journal.checkAccepting()
     }
 
+    /// Accepts a save through the view context into the writer (see ``checkWriterAccepts()``),
+    /// counting it until ``endAcceptedSave(handingTo:)``.
+    private func acceptWriterSave() throws(StoreError) {
+        try writer.withLock { (state) throws(StoreError) in
+            if let failure = state.failure { throw failure }
+            if state.isClosed { throw StoreError(.closed, "the stack was closed; open the store again and build a new stack") }
+            state.accepted += 1
+        }
+        do throws(StoreError) { try store.journal.checkAccepting() } catch {
+            endAcceptedSave(handingTo: nil)
+            throw error
+        }
+    }
+
+    /// Ends an accepted save: starts the writer's save of what the view context handed it
+    /// (when it did), after the saves before it, and lets a waiting ``close()`` go on once no
+    /// accepted save is left.
+    private func endAcceptedSave(handingTo writerContext: ObjectContext?) {
+        let closing = writer.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let writerContext { scheduleWriterSave(writerContext, in: &state) }
+            state.accepted -= 1
+            guard state.accepted == 0 else { return [] }
+            defer { state.closing = [] }
+            return state.closing
+        }
+        for waiter in closing { waiter.resume() }
+    }
+
     /// Starts the writer's save of what the view context has handed it, after the saves
-    /// before it.
-    private func scheduleWriterSave(_ writerContext: ObjectContext) {
-        writer.withLock { state in
-            let previous = state.last
-            state.last = Task { [writes, writer, viewContext] in
-                await previous?.value
-                let outcome = await Self.writerSave(writerContext, view: viewContext)
-                if let error = outcome.error, Self.endsSaving(error) {
-                    writer.withLock { $0.failure = $0.failure ?? error }
-                }
-                writes.yield(outcome)
+    /// before it (under the writer's lock).
+    private func scheduleWriterSave(_ writerContext: ObjectContext, in state: inout WriterState) {
+        let previous = state.last
+        state.last = Task { [writes, writer, viewContext] in
+            await previous?.value
+            let outcome = await Self.writerSave(writerContext, view: viewContext)
+            if let error = outcome.error, Self.endsSaving(error) {
+                writer.withLock { $0.failure = $0.failure ?? error }
             }
+            writes.yield(outcome)
         }
     }
 

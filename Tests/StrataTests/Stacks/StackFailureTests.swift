@@ -245,6 +245,36 @@ import Darwin
         await reopened.close()
     }
 
+    /// `stack.close()` while the view's save into the writer is still running (the writer
+    /// is held while it takes the view's changes): the close waits for that save too, so the
+    /// save reported done is written and in the reopened store. (The close once went ahead,
+    /// closed the store under it, and the save — reported done — was lost, never reported
+    /// on `writerSaves()`.)
+    @Test("closing the stack during a save through the view keeps that save", arguments: [StackPreset.nested, .hybrid])
+    func closeDuringHandOverKeepsSave(preset: StackPreset) async throws {
+        let directory = TemporaryDirectory("strata-stack-failure-close-handover")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let gate = EventGate()
+        let stack = Stack(preset, store: store, modelClasses: Self.models, observer: { gate.observe($0) })
+        await stack.start()
+        let id = await Self.insertArtist(stack.viewContext, id: 7, name: "accepted while closing")
+        let outcomes = stack.writerSaves()
+        gate.arm("writer", .applyChildSave)
+        let saving = Task { try await stack.save(stack.viewContext) }
+        try #require(await eventually(within: 30) { gate.isHolding }, "the writer takes the view's save")
+        let closing = Task { await stack.close() }
+        gate.releaseHeld()
+        #expect(await Self.finishes(Task { await closing.value }, within: .seconds(30)), "stack.close() returned")
+        try await saving.value
+        var reported: [Stack.WriterSaveOutcome] = []
+        for await outcome in outcomes { reported.append(outcome) }
+        #expect(reported.count == 1 && reported.first?.error == nil, "\(preset): the writer's save is reported: \(reported.map(\.error))")
+        let reopened = try StoreTesting.open(in: directory, durability: .relaxed)
+        #expect(reopened.currentGeneration.object(id) != nil, "\(preset): the save stack.save reported done is in the reopened store")
+        await reopened.close()
+    }
+
     /// The plain pattern, no gate: save through the view, then close the stack.
     @Test("save through the view then close the stack: the save is in the reopened store", arguments: [StackPreset.nested, .hybrid])
     func saveThenCloseKeepsSave(preset: StackPreset) async throws {
