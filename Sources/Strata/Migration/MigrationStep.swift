@@ -72,13 +72,33 @@ public struct MigrationStep: Sendable {
     public var changes: [SchemaChange] { mapping.changes }
 
     /// The differences this step cannot carry out: the non-inferable changes of entities that
-    /// no transform creates and no link completes.
+    /// no transform creates and no link completes — and, for an entity with a link but no
+    /// transform, the attributes whose values would be dropped without a word (a new type,
+    /// an attribute that was a relationship, two attributes renamed from one): only a
+    /// transform carries those.
     public var unhandledChanges: [SchemaChange] {
         mapping.problems.filter { change in
             guard let entity = destination.entityIndex(named: change.entity) else { return true }
-            if links.contains(where: { $0.entity == change.entity }) { return false }
             if let source = mapping.entities[entity].source, transforms[self.source.entities[source].name] != nil { return false }
+            // A link completes what validation checks: relationships, and attributes that must
+            // have a value. An attribute whose old values would otherwise be dropped quietly —
+            // a new type, an attribute that was a relationship, a second attribute renamed from
+            // the same one — needs a transform: a link that does not set it (one written for
+            // another key) left it nil, and the step passed.
+            if links.contains(where: { $0.entity == change.entity }) { return losesValuesQuietly(change) }
             return true
+        }
+    }
+
+    /// Whether a change that cannot be inferred leaves an attribute of the newer schema with
+    /// its default (or nil) where the objects had values, with nothing for validation to
+    /// find.
+    private func losesValuesQuietly(_ change: SchemaChange) -> Bool {
+        guard let key = change.key, let entity = destination.entity(named: change.entity),
+              entity.attributes.contains(where: { $0.name == key }) else { return false }
+        switch change.kind {
+        case .typeChanged, .shapeChanged, .renamedAttribute: return true
+        default: return false
         }
     }
 

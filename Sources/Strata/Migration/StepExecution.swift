@@ -402,9 +402,14 @@ struct StepExecution {
                 for (r, relationship) in rules {
                     let kept = CommitPlan.targets(row.values[entity.attributes.count + r]).filter { !destination.isDropped($0) }
                     guard let first = kept.first else { continue }
+                    // What kept the target: its entity's transform, or (without one) the step,
+                    // which carries every object of such an entity over.
+                    let keeper = step.transforms[first.entity] != nil
+                        ? "the transform for \(first.entity) kept it"
+                        : "\(first.entity) has no transform, so its objects are carried over (give it one that drops \(first))"
                     let message = relationship.deleteRule == .deny
                         ? "the transform dropped the object, but its delete rule is deny and it refers to \(first), which is kept"
-                        : "the transform dropped the object, so its cascade delete rule drops \(first) too, but the transform for \(first.entity) kept it"
+                        : "the transform dropped the object, so its cascade delete rule drops \(first) too, but \(keeper)"
                     problems.append((Generation.IntegrityProblem(object: id, key: relationship.name, message: message), nil))
                     if problems.count >= limit { return }
                 }

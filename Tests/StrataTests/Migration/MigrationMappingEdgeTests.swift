@@ -472,3 +472,59 @@ extension MigrationMappingEdgeTests {
         ])
     }
 }
+
+extension MigrationMappingEdgeTests {
+    /// A new type for an attribute, in a step whose only custom code for the entity is a link
+    /// (written for something else): the link does not carry the old values, so the plan is
+    /// refused naming the attribute. (It was accepted, and every value became nil.)
+    @Test("a type change with only a link for its entity is refused: nothing would carry the old values")
+    func typeChangeWithOnlyALinkIsRefused() throws {
+        let v1 = try Schema("Tally", version: 1, entities: [Entity("Item", attributes: [Attribute("code", .int, optional: true)])])
+        let v2 = try Schema("Tally", version: 2, entities: [Entity("Item", attributes: [Attribute("code", .string, optional: true)])])
+        var step = MigrationStep(from: v1, to: v2)
+        step.link("Item") { _, _ in }
+        #expect(step.unhandledChanges.map(\.kind) == [.typeChanged])
+        let error = #expect(throws: MigrationError.self) { try MigrationPlan(schemas: [v1, v2], steps: [step]) }
+        #expect(error?.code == .notInferable && error?.entity == "Item" && error?.key == "code", "\(String(describing: error))")
+        // A transform for the entity carries them: then the plan is accepted.
+        step.transform("Item") { item, destination in
+            _ = try destination.insert("Item", values: ["code": try item["code"] == .null ? .null : .string("\(try item["code"])")])
+        }
+        #expect(step.unhandledChanges.isEmpty)
+        #expect(throws: Never.self) { try MigrationPlan(schemas: [v1, v2], steps: [step]) }
+    }
+
+    /// A transform drops an album whose songs cascade, and the songs' entity has no transform:
+    /// the problem says the songs are carried over, not that a transform (there is none) kept them.
+    @Test("a cascade from a dropped object to a carried-over one names why it was kept")
+    func cascadeIntoCarriedOverEntityNamesWhy() async throws {
+        let v1 = try Schema("Discs", version: 1, entities: [
+            Entity("Album", attributes: [Attribute("title", .string)],
+                   relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true, deleteRule: .cascade)]),
+            Entity("Song", attributes: [Attribute("title", .string)], relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+        ])
+        let v2 = try Schema("Discs", version: 2, entities: v1.entities)
+        let directory = TemporaryDirectory("migration-cascade-carried")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        let store = try Store.create(at: path, schema: v1, configuration: Store.Configuration(durability: .none))
+        let album = store.allocateObjectIDs(for: "Album")[0], song = store.allocateObjectIDs(for: "Song")[0]
+        try await store.commit(ChangeSet(inserted: [
+            RowImage(id: album, values: [.string("A"), .objects([song])]),
+            RowImage(id: song, values: [.string("S"), .object(album)]),
+        ]))
+        await store.close()
+        var step = MigrationStep(from: v1, to: v2)
+        step.transform("Album") { _, _ in }  // drops every album
+        let plan = try MigrationPlan(schemas: [v1, v2], steps: [step])
+        do {
+            let migrated = try await Store.open(at: path, migratingWith: plan, configuration: Store.Configuration(durability: .none))
+            await migrated.close()
+            Issue.record("the migration went through")
+        } catch {
+            #expect(error.code == .validationFailed)
+            #expect(error.description.contains("its cascade delete rule drops \(song) too, but Song has no transform, so its objects are carried over"),
+                    "\(error)")
+        }
+    }
+}
