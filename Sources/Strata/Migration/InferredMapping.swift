@@ -277,6 +277,16 @@ struct InferredMapping: Sendable {
                                         inferable: false))
             return .constant(empty)
         }
+        // The other side turned from to-many to to-one: these lists may give an object to two
+        // owners, which it cannot have now. They are not carried; the step that sets the other
+        // side (it changed shape, so only a custom one can) fills them through it.
+        let oldInverse = oldTarget.relationships.first { $0.name == previous.inverse }
+        let newInverse = newTarget.relationships.first { $0.name == relationship.inverse }
+        if relationship.isToMany, oldInverse?.isToMany == true, newInverse?.isToMany == false {
+            changes.append(SchemaChange(.shapeChanged, entity: entity.name, key: name,
+                                        "emptied: its inverse \(relationship.destination).\(relationship.inverse) changed from to-many to to-one, so each object may have one owner only; the step that sets \(relationship.destination).\(relationship.inverse) fills it"))
+            return .constant(empty)
+        }
         if previous.isOptional && !relationship.isOptional {
             changes.append(SchemaChange(.madeRequired, entity: entity.name, key: name, "made required (empty ones fail validation)"))
         } else if !previous.isOptional && relationship.isOptional {

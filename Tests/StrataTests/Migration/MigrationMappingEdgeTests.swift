@@ -528,3 +528,54 @@ extension MigrationMappingEdgeTests {
         }
     }
 }
+
+extension MigrationMappingEdgeTests {
+    static let manyToMany = try! Schema("Pairs", version: 1, entities: [
+        Entity("Album", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
+        Entity("Song", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("album", to: "Album", inverse: "songs", toMany: true)]),
+    ])
+    static let songHasOneAlbum = try! Schema("Pairs", version: 2, entities: [
+        Entity("Album", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("songs", to: "Song", inverse: "album", toMany: true)]),
+        Entity("Song", attributes: [Attribute("title", .string)],
+               relationships: [Relationship("album", to: "Album", inverse: "songs")]),
+    ])
+
+    /// Many-to-many turned one-to-many (a song on two albums keeps one): the albums' lists
+    /// are not carried (a song listed by two albums would have two owners); the step's code
+    /// sets each song's album, which fills them. (They were carried, the song stayed on the
+    /// album the link did not choose, and the step failed validation naming that album.)
+    @Test("a to-many side whose inverse turned to-one is filled from the other side, not carried")
+    func toManyWhoseInverseTurnedToOne() async throws {
+        let directory = TemporaryDirectory("migration-many-to-one")
+        defer { directory.remove() }
+        let path = directory.appending("store.strata")
+        let v1 = Self.manyToMany, v2 = Self.songHasOneAlbum
+        let a1 = ObjectID(entity: "Album", number: 1), a2 = ObjectID(entity: "Album", number: 2), s1 = ObjectID(entity: "Song", number: 1)
+        try await MigrationFixture.makeStore(at: path, v1, [
+            MusicModel.row(v1, "Album", 1, ["title": .string("One"), "songs": .objects([s1])]),
+            MusicModel.row(v1, "Album", 2, ["title": .string("Two"), "songs": .objects([s1])]),
+            MusicModel.row(v1, "Song", 1, ["title": .string("S"), "album": .objects([a1, a2])]),
+        ])
+        var step = MigrationStep(from: v1, to: v2)
+        #expect(step.changes.contains { $0.entity == "Album" && $0.key == "songs" && $0.detail.hasPrefix("emptied: its inverse Song.album") })
+        step.transform("Song") { song, destination in _ = try destination.insert("Song", values: ["title": song["title"]]) }
+        step.link("Song") { song, destination in
+            // The song keeps its first album (the one the step's carrying gives it already:
+            // setting it changes nothing, so nothing took the song off the other album).
+            guard let source = destination.sourceObject(of: song), let first = try source.related("album").first else { return }
+            try destination.setValue(.object(ObjectID(entity: "Album", number: first.id.number)), forKey: "album", of: song)
+        }
+        let error = await MigrationFixture.migrate(path, try MigrationPlan(schemas: [v1, v2], steps: [step]))
+        #expect(error == nil, "\(String(describing: error))")
+        let store = try Store.open(at: path, schema: v2)
+        let generation = store.currentGeneration
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems())")
+        #expect(generation.object(s1)?.values[1] == .object(a1))
+        #expect(generation.object(a1)?.values[1] == .objects([s1]))
+        #expect(generation.object(a2)?.values[1] == .objects([]))
+        await store.close()
+    }
+}
