@@ -72,6 +72,12 @@ extension Store {
         // Outside the commit lock: others commit meanwhile.
         if let notification { journal.takeTurn(turn, for: notification.transaction) }
         guard let notification else {
+            // The merge policy dropped every change. The head it was resolved against may hold
+            // other committers' transactions not yet durable: it is returned once they are, and
+            // published, as a commit's own generation would be (it was returned at once, before
+            // the transactions in it were durable or anyone else could see them).
+            try await journal.waitUntilDurable(generation.transaction)
+            ensurePublished(generation.transaction)
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }
         let number = notification.transaction

@@ -151,7 +151,10 @@ public final class Store: Sendable {
 
     /// Hands out new, permanent object IDs for an entity (a block, for importers).
     ///
-    /// IDs are never reused, even if the objects are never committed.
+    /// While the store is open an ID is handed out once, committed or not; an object's ID,
+    /// once committed, is never given to another object, even after the object is deleted.
+    /// Across a reopen the counters continue from the highest number committed, so a number
+    /// handed out and never committed may be handed out again then.
     public func allocateObjectIDs(for entity: String, count: Int = 1) -> [ObjectID] {
         guard let index = schema.entityIndex(named: entity) else {
             preconditionFailure("allocateObjectIDs: schema \"\(schema.name)\" has no entity \"\(entity)\"; its entities are \(schema.entities.map(\.name))")
