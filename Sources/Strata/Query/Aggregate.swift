@@ -4,7 +4,8 @@ import Foundation
 public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     /// How many objects match (with a key: how many have a non-nil value for it).
     case count
-    /// The sum of a numeric key (int if every value is an int, else double).
+    /// The sum of a numeric key (int if every value is an int and the sum fits in one, else
+    /// double).
     case sum
     /// The smallest non-nil value of a key.
     case min
@@ -67,13 +68,16 @@ struct Aggregation {
             var intSum: Int64 = 0
             var doubleSum = 0.0
             var allInts = true
-            var overflow = false
+            // Net wraps of the 64-bit total past either end: the true sum is intSum plus wraps
+            // × 2⁶⁴, so it fits exactly when they cancel out, in whatever order the rows came
+            // (a partial sum past the end once made the result a double for good).
+            var wraps = 0
             for value in present {
                 switch value {
                 case .int(let i):
                     let (sum, over) = intSum.addingReportingOverflow(i)
                     intSum = sum
-                    overflow = overflow || over
+                    if over { wraps += i > 0 ? 1 : -1 }
                     doubleSum += Double(i)
                 case .double(let d):
                     allInts = false
@@ -82,7 +86,7 @@ struct Aggregation {
                 }
             }
             if function == .avg { return present.isEmpty ? .null : .double(doubleSum / Double(present.count)) }
-            return allInts && !overflow ? .int(intSum) : .double(doubleSum)
+            return allInts && wraps == 0 ? .int(intSum) : .double(doubleSum)
         case .min:
             return present.min { SortedIndex.compare($0, $1) == .orderedAscending } ?? .null
         case .max:

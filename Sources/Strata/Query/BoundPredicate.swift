@@ -576,12 +576,14 @@ final class BoundComparison {
         var t = 0, p = 0
         var star = -1, mark = 0
         while t < text.count {
-            if p < pattern.count && (pattern[p] == "?" || pattern[p] == text[t]) {
-                t += 1
-                p += 1
-            } else if p < pattern.count && pattern[p] == "*" {
+            // A `*` is a wildcard first (before it is compared with the text, which may hold
+            // a `*` too: taken as that character, it left no point to come back to).
+            if p < pattern.count && pattern[p] == "*" {
                 star = p
                 mark = t
+                p += 1
+            } else if p < pattern.count && (pattern[p] == "?" || pattern[p] == text[t]) {
+                t += 1
                 p += 1
             } else if star >= 0 {
                 p = star + 1

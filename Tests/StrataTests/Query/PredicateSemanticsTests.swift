@@ -317,6 +317,8 @@ extension PredicateSemanticsTests {
             ("title ==[cd] 'istanbul'", ["İstanbul"]),
             // LIKE has no escape; MATCHES does.
             ("title LIKE 'a\\\\*b'", []), ("title LIKE 'a?b'", ["a*b"]), ("title MATCHES 'a\\\\*b'", ["a*b"]),
+            // A `*` in the pattern is a wildcard even where the text holds a `*`.
+            ("title LIKE 'a*'", ["a*b"]), ("title LIKE '*b'", ["a*b"]),
             // Unlike kinds.
             ("title == 5", []), ("title != 5", all), ("title > 5", []), ("rating == 'x'", []),
         ] {
@@ -335,6 +337,33 @@ extension PredicateSemanticsTests {
             }
         }
         #expect(found == ["5.0", "nan", "nan", "nan", "3"])
+        await store.close()
+    }
+
+    /// A sum of ints is an int when the total fits, whatever partial sums the order of the
+    /// rows passes through (one past the end made it a double, depending on that order).
+    @Test("a sum of ints that fits is an int, in any order of the rows")
+    func intSumFitsWhateverTheOrder() async throws {
+        let directory = TemporaryDirectory("predicate-semantics-sum")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let context = ObjectContext(coordinator: Coordinator(store: store), name: "sums")
+        // Saved, so that the rows are read in object-number order: Int64.max first.
+        await context.perform { c in
+            for id in [Int64.max, 1, -2] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string("\(id)")
+                album["albumID"] = .int(id)
+            }
+        }
+        try await context.save()
+        let (fits, over) = try await context.perform { c -> (Value, Value) in
+            let fits = try c.aggregate(.sum, of: "albumID", entity: "Album")[0].value
+            let over = try c.aggregate(.sum, of: "albumID", entity: "Album", where: try ObjectPredicate(format: "albumID > 0"))[0].value
+            return (fits, over)
+        }
+        #expect(fits == .int(Int64.max - 1))
+        #expect(over == .double(Double(Int64.max) + 1), "a total past the end is a double")
         await store.close()
     }
 }
