@@ -97,6 +97,10 @@ public struct ObjectsDidChange: Sendable, Hashable {
     public var invalidated: Set<ObjectID> = []
     /// Whether every object was invalidated (``ObjectContext/reset()``).
     public var invalidatedAll = false
+    /// With ``invalidatedAll``: the objects that showed unsaved values before the reset's
+    /// turn, and show their parent's values again — for live results, which report those
+    /// they hold in place as updated. (Not public: they are invalidated, not refreshed.)
+    var shownChangedBeforeReset: Set<ObjectID> = []
     /// Objects a merged save inserted, changed or deleted, registered here or not (what live
     /// results re-fetch for: an object this context never loaded may now match).
     public var merged: Set<ObjectID> = []

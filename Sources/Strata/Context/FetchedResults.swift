@@ -248,6 +248,7 @@ final class ResultsChange {
     // others (not held) changed where this context reads them — unless its parent kept
     // its own values of them.
     private(set) lazy var changedObjects: Set<ObjectID> = Set(notification.updated.keys).union(notification.refreshed)
+        .union(notification.shownChangedBeforeReset)
         .union(notification.merged.filter { graph?.registeredObject(for: $0) == nil && !notification.mergedUnchanged.contains($0) })
     let pendingRows: PendingRows.Cache
     private weak var graph: ObjectGraph?

@@ -884,6 +884,16 @@ final class ObjectGraph {
     /// keeping their last values; asking the context again gives fresh instances.
     func forgetAll() {
         unappliedWrites = []
+        // Objects that showed unsaved values before this turn show their parent's again:
+        // live results holding them in place report them updated (a reset's diff reported
+        // no update, and a table kept the discarded values). One changed only in this turn
+        // showed its parent's values all along.
+        var shownChanged: Set<ObjectID> = []
+        for id in updated {
+            guard let object = registered[id], object.isLoaded, let base = object.base else { continue }
+            let before = shownBeforeTurn[id] ?? [:]
+            if object.storage.indices.contains(where: { (before[$0] ?? object.storage[$0]) != base[$0] }) { shownChanged.insert(id) }
+        }
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
             object.missingWhenLoaded = false
@@ -903,6 +913,7 @@ final class ObjectGraph {
         pendingNotification.refreshed = []
         pendingNotification.invalidated = []
         pendingNotification.invalidatedAll = true
+        pendingNotification.shownChangedBeforeReset = shownChanged
     }
 
     /// Drops every pending change (``ObjectContext/rollback()``): changed and deleted

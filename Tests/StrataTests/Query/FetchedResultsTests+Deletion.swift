@@ -71,3 +71,29 @@ extension FetchedResultsTests {
         #expect(stderr.contains("fetches \"Album\" objects, but Song models \"Song\""), "\(stderr.suffix(600))")
     }
 }
+
+extension FetchedResultsTests {
+    /// A reset takes back unsaved values of objects that stay where they are in the results:
+    /// they are reported as updated, so that a view showing them draws them again (the diff
+    /// reported no update, and a table kept the discarded values).
+    @Test("after a reset, objects that stay in place are reported as updated", arguments: [Tier.root, .child])
+    func resetReportsObjectsInPlaceAsUpdated(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let (updatedAfterReset, position) = await f.context.perform { c -> ([ResultsIndexPath], ResultsIndexPath?) in
+            let results = try! c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", sortBy: [SortKey("artistID")]))
+            var diffs: [ResultsDiff] = []
+            results.onChange = { diffs.append($0) }
+            let artist = c.object(with: o.a2, as: Artist.self)
+            artist.name = "Unsaved"  // not a sort key: the artist stays in place
+            c.processPendingChanges()
+            let row = results.snapshot.sections[0].ids.firstIndex(of: o.a2).map { ResultsIndexPath(section: 0, row: $0) }
+            diffs = []
+            c.reset()
+            return (diffs.flatMap(\.updatedRows), row)
+        }
+        let row = try #require(position)
+        #expect(updatedAfterReset.contains(row), "\(updatedAfterReset)")
+        await f.close()
+    }
+}
