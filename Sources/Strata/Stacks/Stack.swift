@@ -212,7 +212,7 @@ public final class Stack: Sendable {
                 // Accepted under the writer's lock, so that a `close()` from now on waits for
                 // this save to be handed to the writer and written (it once closed the store
                 // while the view's save ran, and the save, reported done, was lost).
-                try acceptWriterSave()
+                try checkWriterAccepts(counting: true)
                 do throws(StoreError) {
                     try await viewContext.save()  // into the writer
                 } catch {
@@ -247,23 +247,18 @@ public final class Stack: Sendable {
         await store.close()
     }
 
-    private func checkWriterAccepts() throws(StoreError) {
-        let (failure, isClosed) = writer.withLock { ($0.failure, $0.isClosed) }
-        if let failure { throw failure }
-        if isClosed { throw StoreError(.closed, "the stack was closed; open the store again and build a new stack") }
-        try store.journal.checkAccepting()
-    }
-
-    /// Accepts a save through the view context into the writer (see ``checkWriterAccepts()``),
-    /// counting it until ``endAcceptedSave(handingTo:)``.
-    private func acceptWriterSave() throws(StoreError) {
+    /// Refuses a save through the writer: with the store failure that ended writer saves,
+    /// `closed` once the stack is closed, or the journal's refusal. `counting`: the save is
+    /// accepted, and counted until ``endAcceptedSave(handingTo:)`` (a ``close()`` from then
+    /// on waits for it).
+    private func checkWriterAccepts(counting: Bool = false) throws(StoreError) {
         try writer.withLock { (state) throws(StoreError) in
             if let failure = state.failure { throw failure }
             if state.isClosed { throw StoreError(.closed, "the stack was closed; open the store again and build a new stack") }
-            state.accepted += 1
+            if counting { state.accepted += 1 }
         }
         do throws(StoreError) { try store.journal.checkAccepting() } catch {
-            endAcceptedSave(handingTo: nil)
+            if counting { endAcceptedSave(handingTo: nil) }
             throw error
         }
     }
