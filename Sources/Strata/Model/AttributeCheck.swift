@@ -11,7 +11,7 @@ enum AttributeCheck {
             return "\(value) is not a \(attribute.type.rawValue)"
         }
         if case .date(let date) = value, !ISO8601.canRepresent(date) {
-            return "\(date.timeIntervalSince1970) seconds from 1970 is not a date between the years -999999 and 999999"
+            return ISO8601.unrepresentable(date)
         }
         if attribute.isUnique, case .double(let number) = value, number.isNaN {
             return "NaN cannot be a unique value: it equals no value, itself included"

@@ -133,8 +133,13 @@ private enum ModelFileReader {
 
         func optionalInt(_ key: String) throws(SchemaError) -> Int? {
             guard let value = json[key] else { return nil }
-            guard case .int(let i) = value else { throw fail("\"\(key)\" must be a whole number") }
-            return Int(i)
+            // Read as an import reads an int (`1.0` is one; a fraction or a number beyond 2^53
+            // written with one is refused, saying so).
+            switch Value.fromJSON(value, as: .int) {
+            case .success(.int(let i)): return Int(i)
+            case .failure(let e): throw fail("\"\(key)\" must be a whole number: \(e.reason)")
+            default: throw fail("\"\(key)\" must be a whole number")
+            }
         }
 
         func array(_ key: String) throws(SchemaError) -> [JSON] {

@@ -43,16 +43,17 @@ public struct Schema: Sendable, Hashable {
     public init(_ name: String, version: Int = 1, entities: [Entity]) throws(SchemaError) {
         self.name = name
         self.version = version
-        // Dates in a schema (defaults, limits) are kept to the millisecond, as the model file
-        // writes them: a schema written out and read back (as every store does when it
-        // opens) then has the same values and the same fingerprint.
+        // Defaults and limits are kept as the model file writes them — dates to the
+        // millisecond, every NaN as the one NaN it reads back — so that a schema written out
+        // and read back (as every store does when it opens) has the same values and the
+        // same fingerprint.
         let entities = entities.map { entity in
             var entity = entity
             entity.attributes = entity.attributes.map { attribute in
                 var attribute = attribute
-                attribute.defaultValue = attribute.defaultValue.map(Self.toTheMillisecond)
-                attribute.minimum = attribute.minimum.map(Self.toTheMillisecond)
-                attribute.maximum = attribute.maximum.map(Self.toTheMillisecond)
+                attribute.defaultValue = attribute.defaultValue.map(Self.asWritten)
+                attribute.minimum = attribute.minimum.map(Self.asWritten)
+                attribute.maximum = attribute.maximum.map(Self.asWritten)
                 return attribute
             }
             return entity
@@ -78,10 +79,33 @@ public struct Schema: Sendable, Hashable {
         layout.entityIndex(named: name).map { entities[$0] }
     }
 
-    /// A date value to the millisecond (other values as they are).
-    static func toTheMillisecond(_ value: Value) -> Value {
-        guard case .date(let date) = value else { return value }
-        return .date(Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000))
+    /// A default or limit as the model file keeps it: a date to the millisecond, a NaN as
+    /// the NaN that `"NaN"` reads back as; other values as they are.
+    ///
+    /// Keeping a kept value changes nothing, at every magnitude (the model file then writes
+    /// it as text that reads back as exactly it). A date's nearest millisecond is found on
+    /// its own double (seconds from 2001), whose whole seconds and fraction apart are exact;
+    /// within about 35,000 years of 2001 the date kept is the one the millisecond's text reads
+    /// as (so the file writes three fractional digits at most), which lies within a quarter of
+    /// a millisecond of it. Further out a double is coarser than that, and the date kept is
+    /// the millisecond's nearest double instead: rounding it again finds the same one.
+    /// (Scaling seconds from 1970 by 1000 and back at every magnitude moved a date kept
+    /// beyond about year 140,000 when it was kept again, and a store whose schema held one
+    /// could not be opened.)
+    static func asWritten(_ value: Value) -> Value {
+        switch value {
+        case .date(let date) where ISO8601.canRepresent(date):
+            let seconds = date.timeIntervalSinceReferenceDate
+            let whole = seconds.rounded(.down)
+            let milliseconds = ((seconds - whole) * 1000).rounded()
+            guard abs(whole) < 0x1p40 else { return .date(Date(timeIntervalSinceReferenceDate: whole + milliseconds / 1000)) }
+            let total = (Int64(whole) + ISO8601.referenceDateSeconds) * 1000 + Int64(milliseconds)
+            return .date(ISO8601.date(milliseconds: total))
+        case .double(let number) where number.isNaN:
+            return .double(.nan)
+        default:
+            return value
+        }
     }
 
     /// Equal schemas have the same fingerprint too (values that compare equal but encode
@@ -155,6 +179,9 @@ extension Schema {
                 throw fail(entity, attribute.name, "\(label) \(bound) is not a \(type.rawValue)")
             }
             guard !bound.isNaN else { throw fail(entity, attribute.name, "\(label) is NaN, which is not a number: give a number or no \(label)") }
+            if case .date(let date) = bound, !ISO8601.canRepresent(date) {
+                throw fail(entity, attribute.name, "\(label): \(ISO8601.unrepresentable(date))")
+            }
         }
         if let lower = attribute.minimum, let upper = attribute.maximum, Value.compare(lower, upper) == .orderedDescending {
             throw fail(entity, attribute.name, "min \(lower) is greater than max \(upper)")
@@ -173,6 +200,24 @@ extension Schema {
             let problem = AttributeCheck.problem(with: value, for: attribute)
         {
             throw fail(entity, attribute.name, "the default \(value) is invalid: \(problem)")
+        }
+        // A store keeps its schema as model-file text and checks it against its fingerprint
+        // when it opens: a value that read back as another would leave a store that cannot
+        // be opened again, so such a schema is refused before any store is made with it.
+        for (label, value) in [("default", attribute.defaultValue), ("min", attribute.minimum), ("max", attribute.maximum)] {
+            guard let value, !value.isNull else { continue }
+            let back = (try? JSON.parse(value.json.text)).flatMap { try? Value.fromJSON($0, as: type).get() }
+            if let back, Self.sameBits(value, back) { continue }
+            throw fail(entity, attribute.name, "the \(label) \(value) does not read back as itself from the model file (it reads as \(back.map { "\($0)" } ?? "nothing")), so a store could not check its schema when it opens: give another \(label)")
+        }
+    }
+
+    /// Whether two values are the same to the bit (`-0.0` is not `0.0`, one NaN not another).
+    private static func sameBits(_ a: Value, _ b: Value) -> Bool {
+        switch (a, b) {
+        case (.double(let x), .double(let y)): x.bitPattern == y.bitPattern
+        case (.date(let x), .date(let y)): x.timeIntervalSinceReferenceDate.bitPattern == y.timeIntervalSinceReferenceDate.bitPattern
+        default: a == b
         }
     }
 

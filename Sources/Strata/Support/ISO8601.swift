@@ -32,6 +32,30 @@ enum ISO8601 {
         return seconds >= earliest && seconds < beyondLatest - 0.0005  // NaN fails both
     }
 
+    /// The date that text to the millisecond reads as: `total` milliseconds from 1970.
+    static func date(milliseconds total: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(total) / 1000)
+    }
+
+    /// Why a date that ``canRepresent(_:)`` refuses cannot be stored, naming the latest
+    /// one that can where the date is just past it.
+    static func unrepresentable(_ date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        let message = "\(seconds) seconds from 1970 is not a date between the years -999999 and 999999"
+        guard seconds >= beyondLatest - 1, seconds < beyondLatest + 1 else { return message }
+        // Dates this far out are held to a few milliseconds: text naming one of the last of
+        // year 999,999 reads as the first moment of year 1,000,000.
+        return message + " (a date this close to year 1000000 is held to "
+            + "\(date.timeIntervalSinceReferenceDate.ulp * 1000) ms, so the last milliseconds of year 999999 read as its first moment); the latest date a store holds is \(string(from: latest))"
+    }
+
+    /// The latest date ``canRepresent(_:)`` accepts.
+    static let latest: Date = {
+        var date = Date(timeIntervalSince1970: beyondLatest)
+        while !canRepresent(date) { date = Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.nextDown) }
+        return date
+    }()
+
     /// Formats a date in UTC as text that reads back as exactly that date: to the
     /// millisecond, with fractional seconds only when it has them, when that is exact (so
     /// text parsed and formatted again is the same text); otherwise with as many fractional
@@ -45,7 +69,7 @@ enum ISO8601 {
         let short = text(seconds: msSeconds, fraction: milliseconds, digits: 3)
         // What reading the short text gives (see `parse`), without reading it: the common
         // case costs no parse.
-        if Date(timeIntervalSince1970: Double(totalMilliseconds) / 1000) == date { return short }
+        if Self.date(milliseconds: totalMilliseconds) == date { return short }
         // Whole seconds and the fraction apart, from the reference date (the origin of a
         // date's own double): both exact, where the product of the double and a scale is
         // off by tens of units.
@@ -157,7 +181,7 @@ enum ISO8601 {
         if places <= 3 {
             var milliseconds = numerator
             for _ in places..<3 { milliseconds *= 10 }
-            return Date(timeIntervalSince1970: Double(seconds * 1000 + milliseconds) / 1000)
+            return date(milliseconds: seconds * 1000 + milliseconds)
         }
         // Finer fractions add to whole seconds counted from the reference date, the origin of
         // a date's own double: counted from 1970 the sum was rounded twice, and every other
@@ -207,7 +231,7 @@ enum ISO8601 {
     }
 
     /// The reference date (2001-01-01) in seconds from 1970.
-    private static let referenceDateSeconds: Int64 = 978_307_200
+    static let referenceDateSeconds: Int64 = 978_307_200
 
     private static func floorDivision(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
         let quotient = a / b, remainder = a % b

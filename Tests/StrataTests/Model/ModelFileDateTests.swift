@@ -80,4 +80,83 @@ import Testing
         #expect(a != b, "0.0 and -0.0 defaults fingerprint differently, so the schemas differ")
         #expect(Set([a, a]).count == 1)
     }
+
+    /// Dates across the whole range a store holds, as a default: the schema written out and
+    /// read back has the same default and fingerprint, and keeping a kept date changes
+    /// nothing. Far out (beyond about year 140,000) a date's double is coarser than half a
+    /// millisecond, where rounding by scaling seconds from 1970 moved a rounded date again.
+    @Test func datesAnywhereInTheRangeReadBackAsTheSchemaKeptThem() throws {
+        var generator = SeededGenerator(seed: 0x5EED_DA7E)
+        let texts = ["+143896-05-11T07:02:13.188Z", "+143248-05-11T07:06:10.813Z", "+999999-12-31T23:59:59.99Z",
+                     "-999999-01-01T00:00:00.001Z", "+281000-01-01T00:00:00.999Z"]
+        var dates = texts.map { ISO8601.date(from: $0)! }
+        for _ in 0..<3_000 {
+            // Uniform in the exponent as much as in the range, so that every magnitude is tried.
+            let magnitude = Double.random(in: 0...45, using: &generator)
+            let seconds = (Bool.random(using: &generator) ? 1 : -1) * pow(2, magnitude) + Double.random(in: 0..<1, using: &generator)
+            let date = Date(timeIntervalSinceReferenceDate: seconds)
+            if ISO8601.canRepresent(date) { dates.append(date) }
+        }
+        for date in dates {
+            let schema = try Schema("Events", entities: [Entity("Event", attributes: [Attribute("startsAt", .date, default: .date(date))])])
+            let kept = schema.entities[0].attributes[0].defaultValue!
+            #expect(Schema.asWritten(kept) == kept, "keeping \(kept) again changed it")
+            let reread = try Schema(modelFile: Data(schema.modelFileJSON.text.utf8))
+            #expect(reread.fingerprint == schema.fingerprint, "\(date.timeIntervalSinceReferenceDate) s from 2001 (kept as \(kept)) read back differently")
+        }
+    }
+
+    @Test func aStoreWithADateDefaultFarOutReopens() async throws {
+        let directory = TemporaryDirectory("strata-model-date")
+        defer { directory.remove() }
+        let schema = try Schema(modelFile: Self.file(default: "+143896-05-11T07:02:13.188Z"))
+        let store = try StoreTesting.create(in: directory, schema: schema)
+        await store.close()
+        let reopened = try Store.open(at: directory.appending("store.strata"), configuration: .init(readOnly: true))
+        #expect(reopened.schema.fingerprint == schema.fingerprint)
+        await reopened.close()
+    }
+
+    @Test("a date limit a store cannot hold is refused, naming it", arguments: [
+        ("min", "-999999-01-01T00:00:00+01:00"), ("max", "+999999-12-31T23:59:59.999Z"),
+    ])
+    func unrepresentableDateLimits(label: String, text: String) {
+        let file = Data("""
+            {"name": "Events", "entities": [{"name": "Event", "attributes": [
+              {"name": "startsAt", "type": "date", "\(label)": "\(text)"}]}]}
+            """.utf8)
+        let error = #expect(throws: SchemaError.self) { try Schema(modelFile: file) }
+        #expect(error?.entity == "Event")
+        #expect(error?.property == "startsAt")
+        #expect(error?.message.hasPrefix("\(label): ") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("not a date between the years -999999 and 999999") == true)
+    }
+
+    @Test func theLastMillisecondsOfYear999999AreRefusedNamingTheLatestDate() throws {
+        let date = ISO8601.date(from: "+999999-12-31T23:59:59.999Z")!
+        let attribute = Attribute("startsAt", .date)
+        let problem = try #require(AttributeCheck.problem(with: .date(date), for: attribute))
+        #expect(problem.contains("the latest date a store holds is +999999-12-31T23:59:59.99"), "\(problem)")
+        #expect(AttributeCheck.problem(with: .date(ISO8601.latest), for: attribute) == nil)
+        #expect(ISO8601.date(from: ISO8601.string(from: ISO8601.latest)) == ISO8601.latest)
+    }
+
+    /// The model file writes every NaN as `"NaN"`, which reads back as one NaN: a default of
+    /// another (negative, or with a payload) is kept as that one, and the store reopens.
+    @Test(arguments: [-Double.nan, Double(nan: 0x1234, signaling: false), -Double(nan: 7, signaling: false)])
+    func anyNaNDefaultIsKeptAsTheNaNTheModelFileReadsBack(nan: Double) async throws {
+        let schema = try Schema("S", entities: [Entity("A", attributes: [Attribute("d", .double, default: .double(nan))])])
+        guard case .double(let kept)? = schema.entities[0].attributes[0].defaultValue else {
+            Issue.record("the default is not a double")
+            return
+        }
+        #expect(kept.bitPattern == Double.nan.bitPattern)
+        let directory = TemporaryDirectory("strata-model-nan")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, schema: schema)
+        await store.close()
+        let reopened = try Store.open(at: directory.appending("store.strata"), configuration: .init(readOnly: true))
+        #expect(reopened.schema.fingerprint == schema.fingerprint)
+        await reopened.close()
+    }
 }

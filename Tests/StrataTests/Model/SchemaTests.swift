@@ -139,7 +139,22 @@ import Testing
         (#"{"name":"S","entities":[{"name":"A", "name":"B"}]}"#, ["not valid JSON", "duplicate key \"name\""]),
         (#"{"name":"S","entities":[{"name":"A","attributes":[{"name":"s","type":"string","maxLength":2,"default":"abc"}]}]}"#,
          ["property \"s\"", "longer than the maximum length 2"]),
+        (#"{"name":"S","entities":[{"name":"A","attributes":[{"name":"s","type":"string","maxLength":2.5}]}]}"#,
+         ["property \"s\"", "\"maxLength\" must be a whole number: 2.5 is not a whole number"]),
+        (#"{"name":"S","version":"2","entities":[]}"#, ["\"version\" must be a whole number"]),
     ]
+
+    /// A whole number written with a fraction or an exponent is a whole number in a model
+    /// file, as in an import file.
+    @Test func wholeNumbersMayBeWrittenWithAFraction() throws {
+        let schema = try Schema(modelFile: Data(#"""
+            {"name":"S","version":2.0,"entities":[{"name":"A","attributes":[
+              {"name":"s","type":"string","minLength":1e0,"maxLength":5.0}]}]}
+            """#.utf8))
+        #expect(schema.version == 2)
+        #expect(schema.entities[0].attributes[0].minLength == 1)
+        #expect(schema.entities[0].attributes[0].maxLength == 5)
+    }
 
     @Test(arguments: broken)
     func brokenModelsNameEntityAndProperty(json: String, words: [String]) {
