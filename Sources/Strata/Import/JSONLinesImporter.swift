@@ -98,6 +98,9 @@ public struct JSONLinesImporter {
     /// Per entity, numbers handed out but kept for the line that names them by `"id"`: a
     /// reference waited for the ID when an object without one was created.
     private var held: [Set<UInt64>]
+    /// The numbers handed out to lines not committed yet, in order: taken back if the
+    /// import fails (see ``Store/takeBack(_:)``).
+    private var handedOut: [Store.HandedOutNumber] = []
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
     /// For to-many lists whose line named members not seen yet: each member's place in the
@@ -132,8 +135,22 @@ public struct JSONLinesImporter {
     }
 
     /// Reads every line of `reader`, committing as it goes.
+    ///
+    /// An import that fails gives back to the store the object numbers its uncommitted
+    /// lines took where nothing was handed out after them, so that the lines imported again
+    /// through the same store (once fixed) keep the `"id"`s they give.
     /// - Parameter report: called after every durable commit and every few thousand lines.
     public mutating func run(_ reader: JSONLinesReader, report: (Event) -> Void = { _ in }) async throws(ImportError) -> Summary {
+        do {
+            return try await runLines(reader, report: report)
+        } catch {
+            store.takeBack(handedOut)
+            handedOut = []
+            throw error
+        }
+    }
+
+    private mutating func runLines(_ reader: JSONLinesReader, report: (Event) -> Void) async throws(ImportError) -> Summary {
         // Room for a batch (or, for one transaction, for a file of ~100-byte lines) up front,
         // rather than growing the tables by rehashing.
         let expected = min(batchSize ?? Int(min(reader.size ?? 0, 1 << 32) / 100), 1 << 22)
@@ -193,6 +210,13 @@ public struct JSONLinesImporter {
     }
 
     /// Throws a `cancelled` error if the task running the import was cancelled.
+    /// A new ID for a line, recorded to be taken back if the import fails.
+    private mutating func allocateObjectID(entity: Int) -> ObjectID {
+        let id = store.allocateObjectID(entity: entity)
+        handedOut.append(.init(entity: entity, number: id.number, previous: id.number - 1))
+        return id
+    }
+
     private func checkCancellation() throws(ImportError) {
         guard Task.isCancelled else { return }
         let kept = summary.transactions == 0
@@ -293,17 +317,21 @@ public struct JSONLinesImporter {
                 guard explicitID.number <= Self.largestNumber else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: numbers a line gives go up to \(Self.largestNumber)")
                 }
-                guard held[entity].remove(explicitID.number) != nil || store.reserveObjectNumber(explicitID.number, entity: entity) else {
+                if held[entity].remove(explicitID.number) != nil {
+                    // Handed out already (and recorded) while a reference waited for it.
+                } else if let previous = store.reserveObjectNumber(explicitID.number, entity: entity) {
+                    handedOut.append(.init(entity: entity, number: explicitID.number, previous: previous))
+                } else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already, or numbers after it (they only go up, and a number passed is never given): give new objects increasing numbers, or leave \"id\" out")
                 }
                 id = explicitID
             } else {
-                id = store.allocateObjectID(entity: entity)
+                id = allocateObjectID(entity: entity)
                 // An ID a reference waits for is the one a later line gives by "id": an object
                 // without one never takes it (it would be linked by the accident of its number).
                 while isAwaited(id, entity: entity) {
                     held[entity].insert(id.number)
-                    id = store.allocateObjectID(entity: entity)
+                    id = allocateObjectID(entity: entity)
                 }
             }
             object = staged.count
@@ -773,6 +801,7 @@ public struct JSONLinesImporter {
             }
             switch result {
             case .success(let committed):
+                handedOut = []
                 head = committed.generation
                 summary.transactions += 1
                 summary.lastTransaction = committed.transaction

@@ -173,13 +173,44 @@ public final class Store: Sendable {
 
     /// Hands out a chosen object number (an importer keeping the numbers of a dump), if no
     /// number at or above it has been handed out for the entity: the numbers skipped are
-    /// never used.
-    func reserveObjectNumber(_ number: UInt64, entity index: Int) -> Bool {
+    /// never used. Returns the entity's highest number handed out before it, or `nil`.
+    func reserveObjectNumber(_ number: UInt64, entity index: Int) -> UInt64? {
         numbers.withLock { n in
-            guard number > n.allocated[index] else { return false }
-            n.allocated[index] = number
-            n.unused[index].add(number..<number + 1)
-            return true
+            guard number > n.allocated[index] else { return nil }
+            defer {
+                n.allocated[index] = number
+                n.unused[index].add(number..<number + 1)
+            }
+            return n.allocated[index]
+        }
+    }
+
+    /// A number handed out one at a time: its entity, the number, and the entity's highest
+    /// number handed out before it.
+    struct HandedOutNumber: Sendable {
+        var entity: Int
+        var number: UInt64
+        var previous: UInt64
+    }
+
+    /// Takes back numbers handed out one at a time (`handedOut`, in the order they were)
+    /// that no commit used, newest first, as long as each is still its entity's highest:
+    /// an import that fails gives back what its uncommitted lines took, so that the same
+    /// lines imported again through this store keep their `"id"`s. A number anything was
+    /// handed out after stays handed out, and so do the entity's earlier ones.
+    func takeBack(_ handedOut: [HandedOutNumber]) {
+        guard !handedOut.isEmpty else { return }
+        numbers.withLock { n in
+            var kept = Set<Int>()
+            for item in handedOut.reversed() where !kept.contains(item.entity) {
+                guard n.allocated[item.entity] == item.number, n.unused[item.entity].contains(item.number) else {
+                    kept.insert(item.entity)
+                    continue
+                }
+                // Out of the unused numbers, and below the counter again: handed out anew.
+                n.unused[item.entity].use(item.number)
+                n.allocated[item.entity] = item.previous
+            }
         }
     }
 
