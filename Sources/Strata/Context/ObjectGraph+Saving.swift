@@ -971,6 +971,7 @@ extension ObjectGraph {
         // Inverses last, once every object the save changed holds its merged values: what
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
+        forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true })
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         // The delete rules of a pending deletion reach what the save related to the object (an
         // album added to an artist deleted here is deleted by its cascade), as they reached
@@ -1091,6 +1092,54 @@ extension ObjectGraph {
                 default:
                     break
                 }
+            }
+        }
+    }
+
+    /// Objects deleted elsewhere that objects here refer to through values the store never
+    /// held — this context's own changes, or its ancestors' (an object a child saved into its
+    /// parent): they let go of them, as the store nullified the references it held, also
+    /// where this context never read the deleted object. Their bases let go too where what
+    /// this context reads through lets go (the parent merged the deletion before the child,
+    /// and did not keep it as a conflict): a rollback must not bring back an object deleted
+    /// elsewhere that the parent no longer shows (it once did, in a child only, and the
+    /// child's fetches followed it).
+    private func forgetReferences(toDeleted ids: [ObjectID]) {
+        guard !ids.isEmpty else { return }
+        let gone = Set(ids)
+        var candidates = inserted.union(updated)
+        let view = link.sourceView()
+        for layer in view.layers {
+            for (entity, rows) in layer.rows.enumerated() where !rows.isEmpty {
+                let name = schema.layout.entityNames[entity]
+                rows.forEach { number, _ in
+                    let id = ObjectID(entityName: name, number: number)
+                    if registered[id] != nil { candidates.insert(id) }
+                }
+            }
+        }
+        func without(_ value: Value) -> Value? {
+            switch value {
+            case .object(let id) where gone.contains(id): .null
+            case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })
+            default: nil
+            }
+        }
+        for id in candidates {
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            var shown: [Value]?? = .none
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                if let base = object.base, without(base[index]) != nil {
+                    if shown == nil { shown = .some(view.row(id)?.values) }
+                    if let row = shown!, without(row[index]) == nil {
+                        object.base![index] = row[index]
+                        if object.lifecycle == .persistent, object.storage[index] == row[index] {
+                            object.changedKeys.remove(index)
+                            setTracking(object)
+                        }
+                    }
+                }
+                if let kept = without(object.storage[index]) { setPrimitive(object, index: index, value: kept) }
             }
         }
     }

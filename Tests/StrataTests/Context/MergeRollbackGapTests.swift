@@ -57,6 +57,55 @@ import Testing
         await f.close()
     }
 
+    /// A child saved an album into its parent, referring to an artist; another context then
+    /// deletes the artist. The parent's merge lets go of the artist (a change of its own, as
+    /// the album is not in the store yet — but not under `error`, which keeps the parent's
+    /// changes to the artist for its next save to report), and so does the child's — where
+    /// the album's base, what the parent showed, still named the artist: a rollback then
+    /// brought the deleted artist back in the child only, and its fetches followed it. After
+    /// a rollback the child shows what its parent shows. Also when the child had given the
+    /// album another artist since.
+    @Test("rollback after merging the deletion of an object a saved child change refers to", arguments: [
+        (Tier.child, MergePolicy.storeWins, false), (.child, .storeWins, true), (.child, .contextWins, false), (.child, .error, false),
+        (.grandchild, .storeWins, false), (.grandchild, .contextWins, true), (.grandchild, .error, false),
+    ])
+    func rollbackAfterMergingADeletedTarget(tier: Tier, policy: MergePolicy, movedHere: Bool) async throws {
+        let f = try ContextFixture(tier)
+        for context in f.ancestors + [f.context] { await context.perform { $0.mergePolicy = policy } }
+        let ids = try await FetchedResultsTests.commit(f.coordinator) { c in
+            let artist = c.insert(Artist.self); artist.artistID = 1; artist.name = "Y"
+            let other = c.insert(Artist.self); other.artistID = 2; other.name = "Z"
+            return [artist.objectID, other.objectID]
+        }
+        let album = try await f.context.perform { c in
+            let album = c.insert(Album.self); album.albumID = 1; album.title = "X"
+            album.artist = c.object(with: ids[0], as: Artist.self)
+            try await c.save()
+            if movedHere { album.artist = c.object(with: ids[1], as: Artist.self) }
+            return album.objectID
+        }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let saves = other.didSave()
+        await other.perform { o in o.delete(o.object(with: ids[0], as: Artist.self)) }
+        try await other.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        for context in f.ancestors.reversed() + [f.context] { await context.merge(save) }
+        let parentShows = await f.ancestors[0].perform { c in c.object(with: album, as: Album.self).artist?.objectID }
+        if policy != .error {
+            #expect(parentShows == nil)
+            let changed = await f.context.perform { c in c.hasChanges }
+            #expect(changed == movedHere, "the merge left changes the context did not make")
+        }
+        await f.context.rollback()
+        let (artist, fetched) = try await f.context.perform { c in
+            (c.object(with: album, as: Album.self).artist?.objectID,
+             try c.fetchIDs(FetchRequest(entity: "Album", predicate: try ObjectPredicate(format: "artist != nil"))))
+        }
+        #expect(artist == parentShows, "after a rollback the album's artist is \(artist?.description ?? "nil"), its parent's \(parentShows?.description ?? "nil")")
+        #expect(fetched == (artist == nil ? [] : [album]))
+        await f.close()
+    }
+
     @Test("rollback after a conflicting merge under .error: values are current")
     func rollbackAfterConflictMerge() async throws {
         let p = try Pair()
