@@ -177,6 +177,9 @@ struct StoreReplay {
     private(set) var stoppedAt: StoreError?
     /// The files to read, opened as soon as they are listed (see ``run(into:)``).
     private var opened: [String: FileDescriptor] = [:]
+    /// Whether the last preamble read had a whole schema record (checksum intact), whatever
+    /// its text held: such a file's creation was not interrupted.
+    private var schemaRecordWhole = false
 
     init(directory: String, io: any FileIO, expected: Schema?, mode: Mode) {
         self.directory = directory
@@ -263,6 +266,7 @@ struct StoreReplay {
     private mutating func readPreamble<Target: JournalReplayTarget>(
         _ buffer: UnsafeRawBufferPointer, kind: FileHeader.Kind, path: String, target: inout Target
     ) throws(StoreError) -> (header: FileHeader, end: Int) {
+        schemaRecordWhole = false
         let header: FileHeader
         let afterHeader: Int
         switch FileHeader.decode(buffer, expecting: kind) {
@@ -297,6 +301,7 @@ struct StoreReplay {
         else {
             throw corrupted("the schema record after the header is missing or damaged", path: path, offset: Int64(afterHeader))
         }
+        schemaRecordWhole = true
         if schema == nil {
             let stored: Schema
             do {
@@ -435,7 +440,9 @@ struct StoreReplay {
         } catch {
             // A last segment whose creation was interrupted holds no transactions: drop it.
             // (An intact header of another store or schema is no interrupted creation.)
-            if isLast, error.code == .corrupted, storeID != nil, !hasForeignHeader(buffer), !containsTransaction(buffer, after: 0) {
+            // (A whole schema record that cannot be read, or does not match the header, was
+            // written so: no interrupted creation, and removing the store would not help.)
+            if isLast, error.code == .corrupted, !schemaRecordWhole, storeID != nil, !hasForeignHeader(buffer), !containsTransaction(buffer, after: 0) {
                 removals.append(name)
                 report.tornTail = .init(path: path, offset: 0, discardedBytes: Int64(buffer.count),
                                         reason: "the segment's creation was interrupted (\(error.message))")
@@ -446,7 +453,7 @@ struct StoreReplay {
             let preambleLimit = 4096 + (expected?.modelFileJSON.text.utf8.count ?? 0)
             // A store's transactions after the damage show it is no interrupted creation (which
             // returns before any commit): then the damage is reported where it is.
-            if error.code == .corrupted && storeID == nil && isLast && buffer.count < preambleLimit && !holdsTransactions(buffer) {
+            if error.code == .corrupted && !schemaRecordWhole && storeID == nil && isLast && buffer.count < preambleLimit && !holdsTransactions(buffer) {
                 throw StoreError(.notAStore, "the store's first journal segment is incomplete: its creation was interrupted. Remove \(directory) and create the store again",
                                  path: path)
             }

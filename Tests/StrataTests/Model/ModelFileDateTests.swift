@@ -160,3 +160,31 @@ import Testing
         await reopened.close()
     }
 }
+
+/// A store whose schema record is whole (its checksum holds) but whose text does not read
+/// back as the schema its header names was written so: its creation was not interrupted,
+/// and opening says what is wrong instead of advising to remove it.
+@Suite struct SchemaRecordMismatchTests {
+    @Test func aWholeSchemaRecordThatDoesNotMatchItsHeaderIsNotAnInterruptedCreation() async throws {
+        let directory = TemporaryDirectory("strata-schema-record")
+        defer { directory.remove() }
+        let written = try Schema("S", entities: [Entity("A", attributes: [Attribute("x", .int, default: .int(1))])])
+        let store = try StoreTesting.create(in: directory, schema: written)
+        await store.close()
+        let path = directory.appending("store.strata")
+        let file = path + "/" + StoreLayout.segmentName(firstTransaction: 1)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+        let (header, end) = try bytes.withUnsafeBytes { try FileHeader.decode($0, expecting: .segment).get() }
+        // The record of another schema, framed and checksummed as the store frames it.
+        let other = try Schema("S", entities: [Entity("A", attributes: [Attribute("x", .int, default: .int(2))])])
+        var writer = ByteWriter()
+        let start = writer.beginFrame(.schema)
+        writer.write(Array(other.modelFileJSON.text.utf8))
+        writer.finishFrame(at: start, seed: RecordCodec(schema: written, storeID: header.storeID).seed)
+        try Data(bytes[0..<end] + writer.bytes).write(to: URL(fileURLWithPath: file))
+        let error = #expect(throws: StoreError.self) { try Store.open(at: path, configuration: .init(readOnly: true)) }
+        #expect(error?.code == .corrupted, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.message.contains("does not match the header's fingerprint") == true)
+        #expect(error?.message.contains("interrupted") == false)
+    }
+}
