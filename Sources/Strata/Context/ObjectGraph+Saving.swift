@@ -407,7 +407,12 @@ extension ObjectGraph {
     func applyChildSave(_ save: ChildSave) throws(StoreError)
         -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]])
     {
-        for row in save.inserted where registered[row.id] != nil {
+        for row in save.inserted {
+            guard let existing = registered[row.id] else { continue }
+            // Asked for here before the child saved it (a fault, or a tombstone of an object
+            // that was missing when loaded): that instance becomes the object.
+            load(existing)
+            if existing.lifecycle == .deletedElsewhere, existing.missingWhenLoaded { continue }
             throw StoreError(.invalidTransaction, "\(row.id) is inserted by the child but already exists in \(link.name)", object: row.id)
         }
         // `nil` for an object deleted here since the child read it: a conflict, as in the store.
@@ -419,14 +424,22 @@ extension ObjectGraph {
         }
         let (updates, deletions, kept, dropped, joinedDeleted, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
-        try checkDeleteRules(deleting: deletions, after: updates)
+        try checkDeleteRules(deleting: deletions, after: updates, inserting: save.inserted)
         // Apply.
         var changedKeys: [ObjectID: [String]] = [:]
         var values: [ObjectID: [Value]] = [:]
         for row in save.inserted {
-            let entity = entityIndex(of: row.id)
-            let type = modelClass(for: entity) ?? ManagedObject.self
-            let object = type.init(ObjectToken(id: row.id, graph: self, entityIndex: entity))
+            let object: ManagedObject
+            if let placeholder = registered[row.id] {
+                object = placeholder
+                object.missingWhenLoaded = false
+                object.base = nil
+            } else {
+                let entity = entityIndex(of: row.id)
+                let type = modelClass(for: entity) ?? ManagedObject.self
+                object = type.init(ObjectToken(id: row.id, graph: self, entityIndex: entity))
+                registerDirectly(object)
+            }
             object.storage = row.values
             object.isLoaded = true
             object.lifecycle = .inserted
@@ -643,47 +656,70 @@ extension ObjectGraph {
     /// relationship that `nullify` would leave empty. Accepted, such a save left this context
     /// unable to save. Checked before anything is applied, on the values the child's updates
     /// give, following the cascades as ``delete(_:)`` will.
-    private func checkDeleteRules(deleting ids: [ObjectID], after updates: [(object: ManagedObject, update: RowUpdate)]) throws(StoreError) {
+    private func checkDeleteRules(
+        deleting ids: [ObjectID], after updates: [(object: ManagedObject, update: RowUpdate)], inserting inserted: [RowImage]
+    ) throws(StoreError) {
         guard !ids.isEmpty else { return }
         var pending: [ObjectID: [Int: Value]] = [:]
         for (_, update) in updates {
             for change in update.changes { pending[update.id, default: [:]][change.index] = change.value }
         }
-        func value(_ object: ManagedObject, _ index: Int) -> Value { pending[object.objectID]?[index] ?? object.storage[index] }
-        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .inserted || object.lifecycle == .persistent }
-        func related(_ id: ObjectID) -> ManagedObject {
-            let object = self.object(with: id)
-            load(object)
-            return object
+        // An object as the rules meet it, read without registering anything here: the
+        // child's new objects are not registered until the save is applied (registering one
+        // while checking left a fault in their place, and applying the save trapped).
+        struct Related {
+            var id: ObjectID
+            var entity: Int
+            var values: [Value]
+            var isAlive: Bool
+            var isPersistent: Bool
+        }
+        let insertedValues = Dictionary(inserted.map { ($0.id, $0.values) }, uniquingKeysWith: { first, _ in first })
+        func value(_ object: Related, _ index: Int) -> Value { pending[object.id]?[index] ?? object.values[index] }
+        func related(_ id: ObjectID) -> Related {
+            if let values = insertedValues[id] {
+                return Related(id: id, entity: entityIndex(of: id), values: values, isAlive: true, isPersistent: false)
+            }
+            if let object = registered[id] {
+                if object.mayReappear { reviveIfPresent(object) }
+                load(object)
+                return Related(id: id, entity: object.entityIndex, values: object.storage,
+                               isAlive: object.lifecycle == .inserted || object.lifecycle == .persistent, isPersistent: object.lifecycle == .persistent)
+            }
+            let entity = entityIndex(of: id)
+            guard let row = link.sourceView().row(id) else {
+                return Related(id: id, entity: entity, values: [], isAlive: false, isPersistent: false)
+            }
+            return Related(id: id, entity: entity, values: row.values, isAlive: true, isPersistent: true)
         }
         // Everything the deletions take here.
         var doomed = Set<ObjectID>()
-        var taken: [ManagedObject] = []
+        var taken: [Related] = []
         var work = ids.map(related)
         while let next = work.popLast() {
-            guard isAlive(next), doomed.insert(next.objectID).inserted else { continue }
+            guard next.isAlive, doomed.insert(next.id).inserted else { continue }
             taken.append(next)
-            for (index, info) in relationships[next.entityIndex].enumerated() where info?.deleteRule == .cascade {
+            for (index, info) in relationships[next.entity].enumerated() where info?.deleteRule == .cascade {
                 for id in Self.targets(value(next, index)) {
                     let target = related(id)
-                    if isAlive(target), value(target, info!.inverseIndex).refers(to: next.objectID) { work.append(target) }
+                    if target.isAlive, value(target, info!.inverseIndex).refers(to: next.id) { work.append(target) }
                 }
             }
         }
         for object in taken {
-            for (index, info) in relationships[object.entityIndex].enumerated() {
+            for (index, info) in relationships[object.entity].enumerated() {
                 guard let info, info.deleteRule != .cascade else { continue }
                 for id in Self.targets(value(object, index)) where !doomed.contains(id) {
                     let target = related(id)
-                    guard isAlive(target), value(target, info.inverseIndex).refers(to: object.objectID) else { continue }
-                    if info.deleteRule == .deny && object.lifecycle == .persistent {
-                        throw StoreError(.deleteRule, "\(object.objectID) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(id) in \(link.name); remove or delete that first",
-                                         object: object.objectID, key: info.name)
+                    guard target.isAlive, value(target, info.inverseIndex).refers(to: object.id) else { continue }
+                    if info.deleteRule == .deny && object.isPersistent {
+                        throw StoreError(.deleteRule, "\(object.id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(id) in \(link.name); remove or delete that first",
+                                         object: object.id, key: info.name)
                     }
                     // Nullified (as `deny` is for an object never saved).
-                    let inverse = relationships[target.entityIndex][info.inverseIndex]!
+                    let inverse = relationships[target.entity][info.inverseIndex]!
                     if !inverse.isOptional, Self.targets(value(target, info.inverseIndex)).allSatisfy(doomed.contains) {
-                        throw StoreError(.missingValue, "\(id).\(inverse.name): the relationship is required, and deleting \(object.objectID) would leave it empty in \(link.name)",
+                        throw StoreError(.missingValue, "\(id).\(inverse.name): the relationship is required, and deleting \(object.id) would leave it empty in \(link.name)",
                                          object: id, key: inverse.name)
                     }
                 }
@@ -1245,8 +1281,8 @@ extension ObjectGraph {
     }
 
     /// Registers an object made outside ``insert(entity:)`` (a child's insert being applied).
+    /// Tracks a registered object as inserted by a child's save.
     private func adopt(_ object: ManagedObject) {
-        registerDirectly(object)
         setTracking(object)
         noteChanged(object)
         pendingNotification.inserted.insert(object.objectID)

@@ -999,11 +999,32 @@ final class ObjectGraph {
         } else {
             // Its relationship changes go, and with them what they did to the other side.
             if object.lifecycle == .persistent { undoInverses(ofRelationshipChangesOf: object, backTo: row.values) }
-            object.isLoaded = false
-            object.storage = []
-            object.base = nil
             object.changedKeys = []
             object.lifecycle = .persistent
+            // Objects deleted here stay deleted: the object lets go of them again, as their
+            // deletion made it (going back to the parent's row alone, it listed a deleted
+            // song, and no save could go through). Otherwise it turns into a fault.
+            let deletedHere = relationships[object.entityIndex].indices.filter { index in
+                relationships[object.entityIndex][index] != nil
+                    && Self.targets(row.values[index]).contains { registered[$0]?.lifecycle == .deleted }
+            }
+            if deletedHere.isEmpty {
+                object.isLoaded = false
+                object.storage = []
+                object.base = nil
+            } else {
+                // (Set directly, not as a change made now: what the context shows of these keys
+                // did not change, and is not reported as if it had.)
+                object.storage = row.values
+                object.base = row.values
+                object.baseVersion = row.version
+                for index in deletedHere {
+                    let kept = Self.targets(row.values[index]).filter { registered[$0]?.lifecycle != .deleted }
+                    let toMany = relationships[object.entityIndex][index]!.isToMany
+                    object.storage[index] = toMany ? .objects(kept) : kept.first.map(Value.object) ?? .null
+                    object.changedKeys.insert(index)
+                }
+            }
         }
         setTracking(object)
         touch(object)
