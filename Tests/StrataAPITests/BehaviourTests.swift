@@ -74,6 +74,25 @@ import Strata
         #expect(trapMessage(result).contains("computes its value from title"), "\(trapMessage(result))")
     }
 
+    /// Computed properties that give back the one distinctive value a probe once held (a
+    /// lower-case string, a negative number, a value or a default for nil) are refused too:
+    /// each once silently became a predicate on the stored property.
+    @Test(arguments: ["quietTitle", "yearOrZero", "trimmedTitle", "pagesAtMostZero"])
+    func aTypedPredicateOnAComputationGivingSomeValuesBackTraps(property: String) async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [property] in
+            let f = try! Fixture()
+            await f.context().perform { c in
+                switch property {
+                case "quietTitle": _ = c.resolve(\Book.quietTitle == "dune")
+                case "yearOrZero": _ = c.resolve(\Book.yearOrZero == 0)
+                case "trimmedTitle": _ = c.resolve(\Book.trimmedTitle == "Dune")
+                default: _ = c.resolve(\Book.pagesAtMostZero == 0)
+                }
+            }
+        }
+        #expect(trapMessage(result).contains("computes its value from"), "\(trapMessage(result))")
+    }
+
     /// Typed predicates and format strings give the same results.
     @Test func typedAndFormatPredicatesAgree() async throws {
         let f = try Fixture()

@@ -16,6 +16,12 @@ final class Book: ManagedObject {
     @ToOne("shelf") var shelf: Shelf?
     /// A computed property: not a stored key.
     var shoutedTitle: String { title.uppercased() }
+    /// Computed properties that give back some values as they are (a lower-case title, a
+    /// year of 0 or less, a title without spaces around it, a year or 0).
+    var quietTitle: String { title.lowercased() }
+    var yearOrZero: Int { year ?? 0 }
+    var trimmedTitle: String { title.trimmingCharacters(in: .whitespaces) }
+    var pagesAtMostZero: Int { min(pages, 0) }
 
     override func validateForSave() throws(StoreError) {
         if title == "forbidden" { throw validationError("this title is not allowed", key: "title") }

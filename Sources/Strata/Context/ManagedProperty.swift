@@ -136,6 +136,8 @@ public struct Managed<T: ValueConvertible> {
     ) -> T {
         get {
             let index = object.graph.cachedIndex(&object[keyPath: storageKeyPath].index, key: object[keyPath: storageKeyPath].key, in: object, declaring: .attribute(T.self))
+            // (A typed key path being named: whether this property can give nil.)
+            if object.graph.recordedKeys != nil { object.graph.lastReadHoldsNil = T(value: .null) != nil }
             return T(value: object.graph.read(object, index: index)) ?? T.emptyValue
         }
         set {

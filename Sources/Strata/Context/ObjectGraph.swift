@@ -53,6 +53,9 @@ final class ObjectGraph {
     private var isTornDown = false
     /// While a typed predicate's key path is read on a probe: the keys read, in order.
     var recordedKeys: [String]?
+    /// While keys are recorded: whether the last attribute read is declared as a type that
+    /// can hold nil (see ``KeyNamer``).
+    var lastReadHoldsNil = false
     /// The entity of each model class registered with ``register(_:)``.
     private var registeredClasses: [ObjectIdentifier: Int] = [:]
     /// Probe objects (object number 0) by entity, for naming typed key paths.
@@ -377,6 +380,22 @@ final class ObjectGraph {
         case .date: .date(Date(timeIntervalSince1970: -7_919_000 - Double(index)))
         case .data: .data(Data([0xF8, 0xFF, n]))
         case .uuid: .uuid(UUID(uuid: (0xF8, 0xFF, n, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0)))
+        }
+    }
+
+    /// Probe values other than ``probeValue(of:at:)``'s, each unlike it where common
+    /// computations act: upper case, accents, spaces and the empty string; positive and
+    /// zero numbers; `false`; a later date; other bytes.
+    static func otherProbeValues(of type: AttributeType, at index: Int) -> [Value] {
+        let n = UInt8(truncatingIfNeeded: index)
+        return switch type {
+        case .string: [.string(" \u{F8FF}Probe É \(index) "), .string("")]
+        case .int: [.int(7_919_000_000 + Int64(index)), .int(0)]
+        case .double: [.double(7_919.75 + Double(index)), .double(0)]
+        case .bool: [.bool(false)]
+        case .date: [.date(Date(timeIntervalSince1970: 7_919_000 + Double(index)))]
+        case .data: [.data(Data()), .data(Data([0x00, n]))]
+        case .uuid: [.uuid(UUID(uuid: (0x00, 0x01, n, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 1)))]
         }
     }
 

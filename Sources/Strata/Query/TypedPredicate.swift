@@ -88,9 +88,10 @@ final class KeyNamer: @unchecked Sendable {
     /// relationships (`album.artist.name`). Traps for a key path that is not one: one that
     /// reads no stored property, reads several that do not form such a path, or computes
     /// something from what it reads (`title.uppercased()` would otherwise silently become
-    /// `title`). Probes hold a distinctive value in every attribute, so a computed property
-    /// of a built-in type gives a value other than the stored one; a computed property of a
-    /// type of the application's own cannot be told from a stored one this way.
+    /// `title`). Probes hold distinctive values in every attribute — several in turn, and nil
+    /// for an optional, so that no common computation gives them all back — so a computed
+    /// property of a built-in type gives a value other than the stored one; a computed
+    /// property of a type of the application's own cannot be told from a stored one this way.
     func name<Root: ManagedObject, V: ValueConvertible>(of keyPath: KeyPath<Root, V>) -> String {
         guard let root = graph.probe(ofType: Root.self) as? Root else {
             preconditionFailure("\(keyPath): its root \(Root.self) does not model its entity in this context")
@@ -113,9 +114,8 @@ final class KeyNamer: @unchecked Sendable {
             case .toOne(let destination) where position < keys.count - 1:
                 entity = destination
             case .attribute where position == keys.count - 1:
-                let stored = graph.probe(entity: entity).storage[index]
-                if V.self is any ExactlyStored.Type, result.value != stored {
-                    preconditionFailure("\(keyPath) computes its value from \(name) (on a probe it gives \(result.value), where \(name) holds \(stored)); typed predicates take key paths of @Managed and @ToOne properties, not computed ones")
+                if V.self is any ExactlyStored.Type {
+                    checkReadsStoredValue(keyPath, root: root, first: result.value, entity: entity, attribute: index, name: name)
                 }
                 return name
             default:
@@ -124,4 +124,35 @@ final class KeyNamer: @unchecked Sendable {
         }
         preconditionFailure("\(keyPath) reads \(keys.map { "\"\($0)\"" }.joined(separator: ", ")), which is not a path of to-one relationships to an attribute; typed predicates take key paths of @Managed and @ToOne properties, not computed ones")
     }
+
+    /// Traps unless the key path gives the attribute's stored value for every probe value
+    /// (and for nil, where it gives an optional): one distinctive value is a fixed point of
+    /// common computations — lower-casing, trimming, `min(x, 0)`, `b ?? false` — which then
+    /// silently became predicates on the stored property.
+    private func checkReadsStoredValue<Root: ManagedObject, V: ValueConvertible>(
+        _ keyPath: KeyPath<Root, V>, root: Root, first: Value, entity: Int, attribute index: Int, name: String
+    ) {
+        let probe = graph.probe(entity: entity)
+        let original = probe.storage[index]
+        defer { probe.storage[index] = original }
+        let attribute = graph.schema.entities[entity].attributes[index]
+        var values = [original] + ObjectGraph.otherProbeValues(of: attribute.type, at: index)
+        // Nil where both the attribute and the property declared for it can hold it (one
+        // declared as a plain type gives its empty value for nil, and so does a computation
+        // such as `year ?? 0`, which then gives something else than the property's nil).
+        if attribute.isOptional, graph.lastReadHoldsNil { values.append(.null) }
+        for (position, stored) in values.enumerated() {
+            var given = first
+            if position > 0 {
+                probe.storage[index] = stored
+                graph.recordedKeys = []
+                given = root[keyPath: keyPath].value
+                graph.recordedKeys = nil
+            }
+            if given != stored {
+                preconditionFailure("\(keyPath) computes its value from \(name) (on a probe it gives \(given), where \(name) holds \(stored)); typed predicates take key paths of @Managed and @ToOne properties, not computed ones")
+            }
+        }
+    }
 }
+
