@@ -447,9 +447,14 @@ extension ObjectGraph {
             adopt(object)
             values[row.id] = row.values
         }
+        // The relationship values the child's updates replace here, for `keepOtherSidesInStep`.
+        var replaced: [(object: ManagedObject, index: Int, old: Value)] = []
         for (object, update) in updates {
             let entity = schema.entities[object.entityIndex]
-            for change in update.changes { setPrimitive(object, index: change.index, value: change.value) }
+            for change in update.changes {
+                if relationships[object.entityIndex][change.index] != nil { replaced.append((object, change.index, object.storage[change.index])) }
+                setPrimitive(object, index: change.index, value: change.value)
+            }
             changedKeys[update.id] = update.changes.map { entity.property(at: $0.index).name }
             values[update.id] = object.storage
         }
@@ -471,6 +476,7 @@ extension ObjectGraph {
         // whose object is deleted here), which its updates of the related objects changed:
         // accepted as they were, the two sides disagreed, and this context could not save.
         for change in dropped { restoreInverses(of: change) }
+        keepOtherSidesInStep(of: replaced)
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(deletions)
         // (Including the child's own inserts the rules took.)
@@ -623,6 +629,54 @@ extension ObjectGraph {
                                          advice: "Refresh the child's objects and save again, or choose a merge policy")
         }
         return (result, deletions, kept, dropped, joinedDeleted, conflicts)
+    }
+
+    /// The other sides of the relationship values a child's save replaced here, as this context
+    /// holds them: the child changed both sides as it read them, but an object on the other
+    /// side may hold here what the child never saw — a member added to its list since the
+    /// child read the list (the child's change of the list, merged, kept it), or the object was
+    /// missing from the child's view when it changed the relationship and is back here (a
+    /// deletion rolled back). An object the new value no longer refers to that still refers back
+    /// lets go; one it refers to now that does not refer back, and refers to nothing else,
+    /// refers back. (Without this the parent held a list naming a song whose album was another,
+    /// and its save was refused as an inverse violation.)
+    private func keepOtherSidesInStep(of replaced: [(object: ManagedObject, index: Int, old: Value)]) {
+        func isAlive(_ object: ManagedObject) -> Bool { object.lifecycle == .persistent || object.lifecycle == .inserted }
+        for (object, index, old) in replaced where isAlive(object) {
+            // A to-one the child set names its object for certain; a list of the child's may be
+            // stale on its own (the other sides keep what this context holds: the next save
+            // checks them).
+            let info = relationships[object.entityIndex][index]!
+            guard !info.isToMany else { continue }
+            let source = object.objectID
+            let now = Self.targets(object.storage[index]), was = Self.targets(old)
+            for id in was where !now.contains(id) {
+                let target = self.object(with: id)
+                load(target)
+                guard isAlive(target) else { continue }
+                switch target.storage[info.inverseIndex] {
+                case .objects(let ids) where ids.contains(source):
+                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids.filter { $0 != source }))
+                case .object(let other) where other == source:
+                    setPrimitive(target, index: info.inverseIndex, value: .null)
+                default:
+                    break
+                }
+            }
+            for id in now where !was.contains(id) {
+                let target = self.object(with: id)
+                load(target)
+                guard isAlive(target) else { continue }
+                switch target.storage[info.inverseIndex] {
+                case .objects(let ids) where !ids.contains(source):
+                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids + [source]))
+                case .null:
+                    setPrimitive(target, index: info.inverseIndex, value: .object(source))
+                default:
+                    break  // refers to another object: the next save checks it
+                }
+            }
+        }
     }
 
     /// Refuses a child's save that relates an object to one pending deletion here through a
@@ -982,8 +1036,12 @@ extension ObjectGraph {
                 // them as the save did (an album its artist's cascade took lets go of the
                 // artist), and a rollback goes back to the base.
                 if object.lifecycle == .deleted, object.isLoaded, object.storage != theirs || object.base != theirs {
-                    // (Not what it was read with: what it then lost here was not related any more.)
-                    let joined = joinedObjects(of: object.entityIndex, from: [object.storage, object.base ?? []], to: theirs)
+                    // Every object the merged values relate it to, not only those it was not
+                    // related to when deleted: its rules reached those then, but the save may
+                    // have related one to it again (a song moved here to an album, then deleted,
+                    // which the album let go of; a save moving it to that album listed it there
+                    // again). Those that do not refer back are left alone (applyDeleteRules).
+                    let joined = joinedObjects(of: object.entityIndex, from: [], to: theirs)
                     if !joined.isEmpty { joinedDeleted.append((object, joined)) }
                     if object.storage != theirs { pendingNotification.refreshed.insert(id) }
                     object.storage = theirs
@@ -1168,9 +1226,22 @@ extension ObjectGraph {
                 if let base = object.base, without(base[index]) != nil {
                     if shown == nil { shown = .some(view.row(id)?.values) }
                     if let row = shown!, without(row[index]) == nil {
+                        let read = base[index]
                         object.base![index] = row[index]
-                        if object.lifecycle == .persistent, object.storage[index] == row[index] {
-                            object.changedKeys.remove(index)
+                        if object.lifecycle == .persistent {
+                            // The key shows the parent's value on top of which its own changes
+                            // stay: unchanged, it takes the row's; a list changed here merges them.
+                            // (It kept the value it was read with, less the deleted object, while its
+                            // base took the parent's other changes too: an album the parent had
+                            // added since became a removal of this context's, which its next save
+                            // sent, and the parent's save was refused as an inverse violation.)
+                            if object.storage[index] == read {
+                                object.storage[index] = row[index]
+                                pendingNotification.refreshed.insert(id)
+                            } else if info!.isToMany {
+                                object.storage[index] = Self.mergeLists(base: read, ours: object.storage[index], theirs: row[index])
+                            }
+                            if object.storage[index] == row[index] { object.changedKeys.remove(index) }
                             setTracking(object)
                         }
                     }

@@ -690,7 +690,15 @@ final class ObjectGraph {
         var cascade: [ManagedObject] = []
         for index in joined.keys.sorted() {
             guard let info = relationships[object.entityIndex][index] else { continue }
-            applyDeleteRule(info, of: object, wasInserted: false, to: joined[index]!, cascadingInto: &cascade)
+            // Only objects that refer back: the others are not related to it (nothing to nullify,
+            // and reading them again to remove it would change them).
+            let related = joined[index]!.filter { id in
+                let target = self.object(with: id)
+                load(target)
+                return (target.lifecycle == .persistent || target.lifecycle == .inserted)
+                    && target.storage[info.inverseIndex].refers(to: object.objectID)
+            }
+            applyDeleteRule(info, of: object, wasInserted: false, to: related, cascadingInto: &cascade)
         }
         while let next = cascade.popLast() { deleteOne(next, cascadingInto: &cascade) }
     }
