@@ -20,7 +20,7 @@ enum DumpCommand {
         let path = try arguments.positional(0, "STORE")
         try arguments.expectPositionals(1)
         _ = try arguments.choice("format", of: ["jsonl"], default: "jsonl")
-        let store = try Store.open(at: path, configuration: .init(readOnly: true))
+        let store = try StrataCommand.openForReading(path, command: "dump", output)
         let generation = store.currentGeneration
         await store.close()
         let lines = ObjectLines(generation)

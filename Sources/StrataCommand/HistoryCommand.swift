@@ -29,7 +29,7 @@ enum HistoryCommand {
             since = n
         }
         let format = try arguments.choice("format", of: ["text", "jsonl"], default: "jsonl")
-        let store = try Store.open(at: path, configuration: .init(readOnly: true))
+        let store = try StrataCommand.openForReading(path, command: "history", output)
         let records: [TransactionRecord]
         do {
             records = try store.journal.transactions(after: since)

@@ -29,7 +29,7 @@ enum QueryCommands {
         request.limit = try count(arguments, "limit")
         request.offset = try count(arguments, "offset") ?? 0
         let format = try arguments.choice("format", of: ["jsonl", "table"], default: "jsonl")
-        let store = try Store.open(at: path, configuration: .init(readOnly: true))
+        let store = try StrataCommand.openForReading(path, command: "query", output)
         let generation = store.currentGeneration
         await store.close()
         if arguments.flags.contains("count") {
@@ -85,7 +85,7 @@ enum QueryCommands {
             throw Arguments.UsageError(message: "--function \(name) needs --key K: the key whose values it aggregates")
         }
         let predicate = try predicate(arguments)
-        let store = try Store.open(at: path, configuration: .init(readOnly: true))
+        let store = try StrataCommand.openForReading(path, command: "aggregate", output)
         let generation = store.currentGeneration
         await store.close()
         let groupBy = arguments.option("group-by")

@@ -23,7 +23,7 @@ enum SchemaCommand {
         var isDirectory: ObjCBool = false
         let schema: Schema
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            let store = try Store.open(at: path, configuration: .init(readOnly: true))
+            let store = try StrataCommand.openForReading(path, command: "schema", output)
             schema = store.schema
             await store.close()
         } else {

@@ -128,6 +128,18 @@ extension StrataCommand {
         return store
     }
 
+    /// Opens a store read-only, for `command`, saying on standard error when it reads past a
+    /// torn tail (which a read-only open does not cut): what it prints leaves out the
+    /// transactions in it, as the next writer will.
+    static func openForReading(_ path: String, command: String, _ output: Output) throws(StoreError) -> Store {
+        let store = try Store.open(at: path, configuration: .init(readOnly: true))
+        if let torn = store.recovery.tornTail {
+            output.errorLine("strata \(command): note: skipped \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path) (\(torn.reason)), "
+                + "an interrupted write or damage at the journal's end, which the next writer cuts; the store holds transactions 1–\(store.recovery.lastTransaction)")
+        }
+        return store
+    }
+
     /// The note for a torn tail a writer cuts.
     static func tornTailNote(_ torn: RecoveryReport.TornTail, command: String, lastTransaction: UInt64) -> String {
         "strata \(command): note: cut \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path) (\(torn.reason)), "

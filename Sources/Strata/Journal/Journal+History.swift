@@ -1,3 +1,4 @@
+import Foundation
 
 // MARK: - History
 
@@ -12,8 +13,35 @@ extension Journal {
     public func transactions(after transaction: UInt64 = 0) throws(StoreError) -> [TransactionRecord] {
         // A checkpoint taken while commits continued may leave the transactions it folded in
         // at the start of a segment that also holds newer ones: those are not history.
-        let (segments, folded) = state.withLock { ($0.segments, $0.checkpoint?.through ?? 0) }
-        let transaction = max(transaction, folded)
+        var (segments, folded) = state.withLock { ($0.segments, $0.checkpoint?.through ?? 0) }
+        var attempts = 0
+        while true {
+            do throws(StoreError) {
+                return try readHistory(segments: segments, after: max(transaction, folded))
+            } catch where configuration.readOnly && attempts < 5 && error.code == .io && error.underlying?.errno == ENOENT {
+                // A read-only handle takes no lock: a writer in another process compacted
+                // since it opened, and removed segments it had listed (their transactions are
+                // folded into a checkpoint now). The directory is listed again.
+                attempts += 1
+                (segments, folded) = try listSegments()
+            }
+        }
+    }
+
+    /// The store directory's segments and the newest checkpoint's last transaction, as they
+    /// are now.
+    private func listSegments() throws(StoreError) -> (segments: [Segment], folded: UInt64) {
+        let names: [String]
+        do throws(FileIOError) { names = try io.contentsOfDirectory(path) } catch {
+            throw StoreError.io(error, "listing the store directory")
+        }
+        let folded = names.compactMap(StoreLayout.checkpointTransaction).max() ?? 0
+        let segments = names.compactMap(StoreLayout.segmentTransaction).sorted()
+            .map { Segment(firstTransaction: $0, path: StoreLayout.join(path, StoreLayout.segmentName(firstTransaction: $0))) }
+        return (segments, folded)
+    }
+
+    private func readHistory(segments: [Segment], after transaction: UInt64) throws(StoreError) -> [TransactionRecord] {
         var records: [TransactionRecord] = []
         for (k, segment) in segments.enumerated() {
             // (Not `transaction + 1`, which overflows for the largest number; a later segment
@@ -30,7 +58,7 @@ extension Journal {
             let isLast = k == segments.count - 1
             let result: Result<[TransactionRecord], StoreError> = bytes.withUnsafeBytes { buffer in
                 Result { () throws(StoreError) -> [TransactionRecord] in
-                    try readTransactions(buffer, path: segment.path, after: transaction, isLast: isLast)
+                    try readTransactions(buffer, path: segment.path, first: segment.firstTransaction, after: transaction, isLast: isLast)
                 }
             }
             records += try result.get()
@@ -38,8 +66,12 @@ extension Journal {
         return records
     }
 
+    /// The transactions after `transaction` in one segment, whose first is `first`: they
+    /// follow on from it without a gap, as an open replays them. In the last segment, a
+    /// record that does not — a stale copy of an older one, as a torn tail may hold — ends
+    /// the history there (a read-only handle reads past the tail its open did not cut).
     private func readTransactions(
-        _ buffer: UnsafeRawBufferPointer, path: String, after transaction: UInt64, isLast: Bool
+        _ buffer: UnsafeRawBufferPointer, path: String, first: UInt64, after transaction: UInt64, isLast: Bool
     ) throws(StoreError) -> [TransactionRecord] {
         guard case .success(let (_, headerEnd)) = FileHeader.decode(buffer, expecting: .segment),
             case .success(let schemaFrame) = RecordFormat.frame(in: buffer, at: headerEnd, seed: codec.seed)
@@ -48,6 +80,7 @@ extension Journal {
         }
         var offset = schemaFrame.end
         var records: [TransactionRecord] = []
+        var expected = first
         while offset < buffer.count {
             guard case .success(let frame) = RecordFormat.frame(in: buffer, at: offset, seed: codec.seed),
                 frame.type == RecordFormat.RecordType.transaction.rawValue
@@ -57,12 +90,19 @@ extension Journal {
                 if isLast || RecordFormat.isZero(buffer, from: offset) { break }
                 throw StoreError(.corrupted, "a damaged record while reading history", path: path, offset: Int64(offset))
             }
+            let record: TransactionRecord
             do throws(DecodeFailure) {
-                let record = try codec.decodeTransaction(frame.payload)
-                if record.number > transaction { records.append(record) }
+                record = try codec.decodeTransaction(frame.payload)
             } catch {
                 throw StoreError(.corrupted, "a transaction cannot be decoded: \(error)", path: path, offset: Int64(offset))
             }
+            guard record.number == expected else {
+                if isLast { break }
+                throw StoreError(.corrupted, "transaction \(record.number) where \(expected) belongs while reading history",
+                                 path: path, offset: Int64(offset), transaction: expected)
+            }
+            if record.number > transaction { records.append(record) }
+            expected &+= 1
             offset = frame.end
         }
         return records
