@@ -232,8 +232,9 @@ extension ObjectGraph {
     /// Makes the saved objects clean, based on what was saved: the committed rows (a save
     /// to the store, whose merge policy may have kept other values) or the values sent (a
     /// save to the parent). Objects changed while the save was in flight keep those changes.
-    /// `held`: for a save to the parent, the values it holds of the objects updated (its
-    /// merge policy may have kept its own, a to-many list it changed too is merged).
+    /// `held`: for a save to the parent, the values it holds of the objects inserted and
+    /// updated (its merge policy may have kept its own, a to-many list it changed too is
+    /// merged, a reference to an object deleted there let go).
     /// - Returns: what the save kept other than it sent, which the children that follow
     ///   this context's changes must take (they skip its own saves, having seen the values
     ///   sent through it): the objects whose deletion the merge policy dropped (they stay),
@@ -313,10 +314,22 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
-        for (object, row) in zip(capture.inserted, capture.insertedRows) { rebase(object, sent: row.values, keys: Set(row.values.indices)) }
         // Objects a relationship refers to, or no longer, as the parent holds it and as it was
         // sent (its merge policy kept its own value, or put back the other side of one).
         var stale = Set<ObjectID>()
+        for (object, row) in zip(capture.inserted, capture.insertedRows) {
+            // An insert takes what the parent holds of it too: the parent may have let go of
+            // an object it refers to that was deleted there since this context read it. (Based
+            // on the values sent, it went on referring to it: a merge of the deletion while the
+            // save ran left the reference's removal as a pending change of this context's, and
+            // a rollback brought the deleted object back.)
+            if let kept = held[row.id] {
+                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && kept[index] != row.values[index] {
+                    stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(row.values[index])))
+                }
+            }
+            rebase(object, sent: held[row.id] ?? row.values, keys: Set(row.values.indices))
+        }
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
@@ -403,7 +416,7 @@ extension ObjectGraph {
     /// - Returns: what was applied (the did-save: only the keys written, with the values this
     /// context now holds — a merged to-many list, not the child's), the conflicts resolved,
     /// the objects the delete rules took beyond the child's deletions, and the values this
-    /// context holds of every object the child updated, which the child takes.
+    /// context holds of every object the child inserted or updated, which the child takes.
     func applyChildSave(_ save: ChildSave) throws(StoreError)
         -> (didSave: DidSave, resolved: [Conflict], alsoDeleted: [ObjectID], held: [ObjectID: [Value]])
     {
@@ -499,6 +512,11 @@ extension ObjectGraph {
                               updated: updatedIDs.filter { !gone.contains($0) }, deleted: deletions + alsoDeleted, changedKeys: changedKeys, values: values)
         didSave.origin = save.origin
         var held: [ObjectID: [Value]] = [:]
+        // The child's inserts as they are here: a rule or a dropped relationship may have
+        // changed them (a reference to an object deleted here since the child read it let go).
+        for row in save.inserted {
+            if let object = registered[row.id], object.lifecycle == .inserted { held[row.id] = object.storage }
+        }
         for (object, update) in zip(updatedObjects, save.updated) {
             if let object, object.lifecycle == .persistent || object.lifecycle == .inserted { held[update.id] = object.storage }
         }
