@@ -672,14 +672,7 @@ extension ObjectGraph {
                 let target = self.object(with: id)
                 load(target)
                 guard isAlive(target) else { continue }
-                switch target.storage[info.inverseIndex] {
-                case .objects(let ids) where ids.contains(source):
-                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids.filter { $0 != source }))
-                case .object(let other) where other == source:
-                    setPrimitive(target, index: info.inverseIndex, value: .null)
-                default:
-                    break
-                }
+                letGo(of: source, in: target, at: info.inverseIndex)
             }
             for id in now where !was.contains(id) {
                 let target = self.object(with: id)
@@ -1196,14 +1189,7 @@ extension ObjectGraph {
             guard let info else { continue }
             for id in Self.targets(deleted.storage[index]) {
                 guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent || target.lifecycle == .inserted else { continue }
-                switch target.storage[info.inverseIndex] {
-                case .object(let other) where other == deleted.objectID:
-                    setPrimitive(target, index: info.inverseIndex, value: .null)
-                case .objects(let ids) where ids.contains(deleted.objectID):
-                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids.filter { $0 != deleted.objectID }))
-                default:
-                    break
-                }
+                letGo(of: deleted.objectID, in: target, at: info.inverseIndex)
             }
         }
     }

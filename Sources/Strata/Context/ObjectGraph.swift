@@ -579,11 +579,16 @@ final class ObjectGraph {
             // the save changes both sides as they are now (or reports the conflict).
             refresh(target, mergeChanges: true)
         }
-        switch target.storage[inverseIndex] {
-        case .object(let id) where id == source:
-            setPrimitive(target, index: inverseIndex, value: .null)
-        case .objects(let ids) where ids.contains(source):
-            setPrimitive(target, index: inverseIndex, value: .objects(ids.filter { $0 != source }))
+        letGo(of: source, in: target, at: inverseIndex)
+    }
+
+    /// Takes `id` out of `target`'s relationship at `index` (a change), if it refers to it.
+    func letGo(of id: ObjectID, in target: ManagedObject, at index: Int) {
+        switch target.storage[index] {
+        case .object(let other) where other == id:
+            setPrimitive(target, index: index, value: .null)
+        case .objects(let ids) where ids.contains(id):
+            setPrimitive(target, index: index, value: .objects(ids.filter { $0 != id }))
         default:
             break
         }

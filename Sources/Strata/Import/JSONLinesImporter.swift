@@ -100,7 +100,7 @@ public struct JSONLinesImporter {
     private var held: [Set<UInt64>]
     /// The numbers handed out to lines not committed yet, in order: taken back if the
     /// import fails (see ``Store/takeBack(_:)``).
-    private var handedOut: [Store.HandedOutNumber] = []
+    private var handedOut = Store.HandedOutNumbers()
     /// The members of long to-many lists of the current batch (see `contains`).
     private var members: [SourceKey: Set<ObjectID>] = [:]
     /// For to-many lists whose line named members not seen yet: each member's place in the
@@ -145,7 +145,7 @@ public struct JSONLinesImporter {
             return try await runLines(reader, report: report)
         } catch {
             store.takeBack(handedOut)
-            handedOut = []
+            handedOut = Store.HandedOutNumbers()
             throw error
         }
     }
@@ -213,7 +213,7 @@ public struct JSONLinesImporter {
     /// A new ID for a line, recorded to be taken back if the import fails.
     private mutating func allocateObjectID(entity: Int) -> ObjectID {
         let id = store.allocateObjectID(entity: entity)
-        handedOut.append(.init(entity: entity, number: id.number, previous: id.number - 1))
+        handedOut.record(entity: entity, number: id.number, previous: id.number - 1)
         return id
     }
 
@@ -320,7 +320,7 @@ public struct JSONLinesImporter {
                 if held[entity].remove(explicitID.number) != nil {
                     // Handed out already (and recorded) while a reference waited for it.
                 } else if let previous = store.reserveObjectNumber(explicitID.number, entity: entity) {
-                    handedOut.append(.init(entity: entity, number: explicitID.number, previous: previous))
+                    handedOut.record(entity: entity, number: explicitID.number, previous: previous)
                 } else {
                     throw fail("\"id\" \(explicitID) cannot be given to a new object: the store has handed out that number already, or numbers after it (they only go up, and a number passed is never given): give new objects increasing numbers, or leave \"id\" out")
                 }
@@ -801,7 +801,7 @@ public struct JSONLinesImporter {
             }
             switch result {
             case .success(let committed):
-                handedOut = []
+                handedOut = Store.HandedOutNumbers()
                 head = committed.generation
                 summary.transactions += 1
                 summary.lastTransaction = committed.transaction

@@ -185,31 +185,49 @@ public final class Store: Sendable {
         }
     }
 
-    /// A number handed out one at a time: its entity, the number, and the entity's highest
-    /// number handed out before it.
-    struct HandedOutNumber: Sendable {
-        var entity: Int
-        var number: UInt64
-        var previous: UInt64
+    /// Numbers handed out one at a time (to an import's lines), kept as runs per entity: a
+    /// number right after the one before, handed out when that one was its entity's
+    /// highest, extends its run (an import of a million new objects keeps a run, not a
+    /// million entries).
+    struct HandedOutNumbers: Sendable {
+        /// Consecutive numbers `first...last`, handed out while the entity's highest was
+        /// `previous` and then each one before.
+        struct Run: Sendable {
+            var previous: UInt64
+            var first: UInt64
+            var last: UInt64
+        }
+
+        /// Per entity (storage index), in the order handed out.
+        private(set) var runs: [Int: [Run]] = [:]
+
+        var isEmpty: Bool { runs.isEmpty }
+
+        /// Records `number`, handed out for `entity` when its highest was `previous`.
+        mutating func record(entity: Int, number: UInt64, previous: UInt64) {
+            if let last = runs[entity]?.last, last.last == previous, number == previous + 1 {
+                runs[entity]![runs[entity]!.count - 1].last = number
+            } else {
+                runs[entity, default: []].append(Run(previous: previous, first: number, last: number))
+            }
+        }
     }
 
-    /// Takes back numbers handed out one at a time (`handedOut`, in the order they were)
-    /// that no commit used, newest first, as long as each is still its entity's highest:
-    /// an import that fails gives back what its uncommitted lines took, so that the same
-    /// lines imported again through this store keep their `"id"`s. A number anything was
-    /// handed out after stays handed out, and so do the entity's earlier ones.
-    func takeBack(_ handedOut: [HandedOutNumber]) {
+    /// Takes back numbers handed out one at a time that no commit used, newest first, as
+    /// long as each is still its entity's highest: an import that fails gives back what its
+    /// uncommitted lines took, so that the same lines imported again through this store keep
+    /// their `"id"`s. A number anything was handed out after stays handed out, and so do the
+    /// entity's earlier ones.
+    func takeBack(_ handedOut: HandedOutNumbers) {
         guard !handedOut.isEmpty else { return }
         numbers.withLock { n in
-            var kept = Set<Int>()
-            for item in handedOut.reversed() where !kept.contains(item.entity) {
-                guard n.allocated[item.entity] == item.number, n.unused[item.entity].contains(item.number) else {
-                    kept.insert(item.entity)
-                    continue
+            for (entity, runs) in handedOut.runs {
+                for run in runs.reversed() {
+                    guard n.allocated[entity] == run.last else { break }
+                    // Out of the unused numbers, and below the counter again: handed out anew.
+                    for number in run.first...run.last where n.unused[entity].contains(number) { n.unused[entity].use(number) }
+                    n.allocated[entity] = run.previous
                 }
-                // Out of the unused numbers, and below the counter again: handed out anew.
-                n.unused[item.entity].use(item.number)
-                n.allocated[item.entity] = item.previous
             }
         }
     }

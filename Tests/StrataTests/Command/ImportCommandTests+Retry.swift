@@ -41,13 +41,17 @@ extension ImportCommandTests {
         let artist = store.schema.entityIndex(named: "Artist")!
         let previous = try #require(store.reserveObjectNumber(5, entity: artist))
         let six = store.allocateObjectID(entity: artist)
-        let handedOut: [Store.HandedOutNumber] = [.init(entity: artist, number: 5, previous: previous), .init(entity: artist, number: 6, previous: 5)]
+        var handedOut = Store.HandedOutNumbers()
+        handedOut.record(entity: artist, number: 5, previous: previous)
+        handedOut.record(entity: artist, number: 6, previous: 5)
         let seven = store.allocateObjectIDs(for: "Artist")[0]
         store.takeBack(handedOut)
         #expect(store.reserveObjectNumber(5, entity: artist) == nil, "5 stays handed out: 7 was handed out after it")
         #expect(store.allocateObjectIDs(for: "Artist")[0].number == 8)
         _ = (six, seven)
-        store.takeBack([.init(entity: artist, number: 8, previous: 7)])
+        var last = Store.HandedOutNumbers()
+        last.record(entity: artist, number: 8, previous: 7)
+        store.takeBack(last)
         #expect(store.allocateObjectIDs(for: "Artist")[0].number == 8, "8 was the highest: taken back")
         await store.close()
     }

@@ -12,13 +12,9 @@ import Testing
 @Suite struct InverseAfterChildSaveTests {
     @Test("a child moves the parent's new song off an album whose list the child had changed before the song was added")
     func childMovesSongOffStaleList() async throws {
-        let directory = TemporaryDirectory("strata-inverse-child-save")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)  // x.songs = [s], y.songs = []
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let parent = ObjectContext(coordinator: coordinator, name: "parent")
-        let child = ObjectContext(parent: parent, name: "child")
+        let f = try ContextFixture(.child)
+        let o = try await seedSongbook(f.store)  // x.songs = [s], y.songs = []
+        let (parent, child) = (f.ancestors[0], f.context)
         // 1. The child deletes song s: x.songs becomes [] in the child (a pending change).
         await child.perform { c in c.delete(c.object(with: o.s)) }
         // 2. The parent adds a new song n to album x.
@@ -39,21 +35,18 @@ import Testing
         #expect(nAlbum == o.y)
         #expect(!xSongs.contains(n), "x.songs \(xSongs) still lists \(n), whose album is \(String(describing: nAlbum))")
         await #expect(throws: Never.self) { try await parent.save() }
-        await store.close()
+        await f.close()
     }
 
     @Test("a merged save gives a song deleted here the album this context had given it before deleting it", arguments: [false, true])
     func mergeRelatesPendingDeletionToSameTarget(separateCoordinators: Bool) async throws {
-        let directory = TemporaryDirectory("strata-inverse-child-save")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let f = try ContextFixture(.root)
+        let (store, view) = (f.store, f.context)
         let o = try await seedSongbook(store)  // s.album = x, y.songs = []
         let models: [ManagedObject.Type] = [Artist.self, Album.self, Song.self]
-        let main = Coordinator(store: store, modelClasses: models)
-        let view = ObjectContext(coordinator: main, name: "view")
         // (Under `.error` the deletion of a song changed since is a conflict at save.)
         await view.perform { c in c.mergePolicy = .overwrite }
-        let importer = ObjectContext(coordinator: separateCoordinators ? Coordinator(store: store, modelClasses: models) : main, name: "import")
+        let importer = ObjectContext(coordinator: separateCoordinators ? Coordinator(store: store, modelClasses: models) : f.coordinator, name: "import")
         // 1. The view moves song s to album y, then deletes it (nullify: y.songs is [] again).
         await view.perform { c in
             let s = c.object(with: o.s, as: Song.self)
@@ -70,18 +63,14 @@ import Testing
         #expect(!ySongs.contains(o.s), "y.songs \(ySongs) lists \(o.s), which is pending deletion here")
         // 3. The view saves its deletion.
         await #expect(throws: Never.self) { try await view.save() }
-        await store.close()
+        await f.close()
     }
 
     @Test("a child moves a song off an album its parent had deleted, the parent rolls the deletion back, and the child saves")
     func childMovesSongOffAlbumParentRestored() async throws {
-        let directory = TemporaryDirectory("strata-inverse-child-save")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)  // x.songs = [s], y.songs = []
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let parent = ObjectContext(coordinator: coordinator, name: "parent")
-        let child = ObjectContext(parent: parent, name: "child")
+        let f = try ContextFixture(.child)
+        let o = try await seedSongbook(f.store)  // x.songs = [s], y.songs = []
+        let (parent, child) = (f.ancestors[0], f.context)
         // 1. The parent deletes album x (songs: deny, checked at save: s still names x).
         await parent.perform { c in c.delete(c.object(with: o.x)) }
         // 2. The child moves s (album x, read through the parent) to album y. (x is missing in the
@@ -97,22 +86,18 @@ import Testing
         #expect(sAlbum == o.y)
         #expect(!xSongs.contains(o.s), "x.songs \(xSongs) still lists \(o.s), whose album is \(String(describing: sAlbum))")
         await #expect(throws: Never.self) { try await parent.save() }
-        await store.close()
+        await f.close()
     }
 
     /// (In `hybrid`: the editor, a child following the view's merges, is `child`; the view is
     /// `parent`; the background context deleting an album is `other`.)
     @Test("a child merging a deletion takes its parent's list for one it did not change, with no change of its own")
     func mergedDeletionRebasesStaleList() async throws {
-        let directory = TemporaryDirectory("strata-inverse-child-save")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)  // a2.albums = [], y: no artist, no songs
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let parent = ObjectContext(coordinator: coordinator, name: "parent")
+        let f = try ContextFixture(.child)
+        let o = try await seedSongbook(f.store)  // a2.albums = [], y: no artist, no songs
+        let (parent, child) = (f.ancestors[0], f.context)
         await parent.perform { c in c.mergePolicy = .overwrite }  // (under `.error` the deletion is a kept conflict)
-        let child = ObjectContext(parent: parent, name: "child")
-        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
         // 1. The parent gives album y to artist a2 (pending: a2.albums = [y]).
         await parent.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         // 2. The child reads a2 through the parent: albums [y].
@@ -144,6 +129,6 @@ import Testing
         let parentAlbums = await parent.perform { c in c.object(with: o.a2, as: Artist.self).albums.map(\.objectID) }
         #expect(parentAlbums == [n], "the parent's a2.albums \(parentAlbums), while \(n).artist is a2")
         await #expect(throws: Never.self) { try await parent.save() }
-        await store.close()
+        await f.close()
     }
 }

@@ -1,34 +1,6 @@
-import Dispatch
 import Foundation
 import Testing
 @testable import Strata
-
-/// Holds a context's first applied child save on its queue, right after applying it (before
-/// the child's save resumes), until opened: the child's actor is free meanwhile.
-final class ApplyChildSaveGate: Sendable {
-    private let context: String
-    private let armed = Locked(1)
-    private let release = DispatchSemaphore(value: 0)
-    private let (reached, reachedContinuation) = AsyncStream.makeStream(of: Void.self)
-
-    init(context: String) { self.context = context }
-
-    var observer: ContextObserver {
-        { [self] event in
-            guard event.context == context, event.operation == .applyChildSave else { return }
-            let held = armed.withLock { armed in
-                defer { armed = max(armed - 1, 0) }
-                return armed > 0
-            }
-            guard held else { return }
-            reachedContinuation.yield()
-            _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
-        }
-    }
-
-    func waitUntilHeld() async -> Bool { await firstElement(of: reached, timeout: .seconds(10)) != nil }
-    func open() { release.signal() }
-}
 
 /// A deletion merged into a child while its save into the parent is in flight (the child is
 /// free while it waits): the parent let go of the deleted object in the child's new object,
@@ -38,7 +10,7 @@ final class ApplyChildSaveGate: Sendable {
 @Suite struct MergeDuringSaveTests {
     struct Setup {
         let directory = TemporaryDirectory("strata-merge-during-save")
-        let gate = ApplyChildSaveGate(context: "writer")
+        let gate = SaveGate(context: "writer", operation: .applyChildSave)
         let writer: ObjectContext
         let view: ObjectContext
         let album: ObjectID

@@ -5,22 +5,26 @@ import Testing
 
 /// Holds one context's save on its own queue, right after it captured its changes, until
 /// released: a deterministic way to let another commit land while the save is in flight.
-/// It holds the first `saves` such saves, each until ``open()``.
+/// It holds the first `saves` such saves, each until ``open()``. With `operation`
+/// ``ContextEvent/Operation/applyChildSave``, it holds the context right after it applied a child's
+/// save instead (the child's actor is free meanwhile).
 final class SaveGate: Sendable {
     private let context: String
+    private let operation: ContextEvent.Operation
     private let armed: Locked<Int>
     private let release = DispatchSemaphore(value: 0)
     private let (reached, reachedContinuation) = AsyncStream.makeStream(of: Void.self)
 
-    init(context: String, saves: Int = 1) {
+    init(context: String, operation: ContextEvent.Operation = .save, saves: Int = 1) {
         self.context = context
+        self.operation = operation
         armed = Locked(saves)
     }
 
     /// The stack's observer: blocks the first saves of `context` that captured something.
     var observer: ContextObserver {
         { [self] event in
-            guard event.context == context, event.operation == .save, event.objectCount > 0 else { return }
+            guard event.context == context, event.operation == operation, event.objectCount > 0 else { return }
             let held = armed.withLock { armed in
                 defer { armed = max(armed - 1, 0) }
                 return armed > 0
