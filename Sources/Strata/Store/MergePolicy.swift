@@ -9,6 +9,11 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// Keep the committed value for every conflicting key; our other changes are saved.
     case storeWins
     /// Save our value for every conflicting key; their changes to other keys are kept.
+    ///
+    /// At the store, a to-many relationship both sides changed is merged element by
+    /// element (the objects each side added or removed), and the object another
+    /// transaction gave a to-one relationship ours wins lets go of it, so that both sides of
+    /// every pair stay in step.
     case contextWins
     /// Save our whole object as we see it, discarding their changes to any key.
     ///

@@ -176,6 +176,9 @@ struct CommitPlan {
         let policy = changes.mergePolicy
         var conflicts: [Conflict] = []
         var droppedRelationships: [DroppedRelationship] = []
+        // To-one changes `contextWins` kept over another object theirs gave: that object,
+        // the one that lets go of it, the latter's entity and key.
+        var lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
         for update in changes.updated {
             let entity = schema.entityIndex(of: update.id)!
             let properties = schema.entities[entity]
@@ -205,8 +208,20 @@ struct CommitPlan {
             }
             conflicts += objectConflicts
             switch policy {
-            case .error, .contextWins:
+            case .error:
                 updates.append(RowUpdate(id: update.id, changes: update.changes))
+            case .contextWins:
+                var changes = update.changes
+                for (c, change) in changes.enumerated()
+                where conflicting.contains(change.index) && change.index >= properties.attributes.count {
+                    let theirs = current.values[change.index]
+                    if properties.relationships[change.index - properties.attributes.count].isToMany {
+                        changes[c].value = Self.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
+                    } else if case .object(let target) = theirs, change.value != theirs {
+                        lettingGo.append((target, update.id, entity, change.index))
+                    }
+                }
+                updates.append(RowUpdate(id: update.id, changes: changes))
             case .storeWins:
                 let kept = update.changes.filter { !conflicting.contains($0.index) }
                 if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
@@ -247,6 +262,7 @@ struct CommitPlan {
             deletions.append(deletion.id)
         }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
+        if !lettingGo.isEmpty { letGo(lettingGo) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
             throw StoreError.conflicting(conflicts, with: "transactions committed since the objects were read",
@@ -320,6 +336,56 @@ struct CommitPlan {
             var update = update
             update.changes = update.changes.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
             return update.changes.isEmpty ? nil : update
+        }
+    }
+
+    /// A to-many key both sides changed, merged element by element: their list, less the
+    /// objects ours took out of the base, with the objects ours added (`contextWins`). Each
+    /// side's additions and removals are kept, so the other sides of both stay in step; a
+    /// list's order is theirs, our additions at its end.
+    static func mergedList(base: Value, ours: Value, theirs: Value) -> Value {
+        let before = Set(base.referencedObjects), after = ours.referencedObjects
+        let removed = before.subtracting(after)
+        var merged = theirs.referencedObjects.filter { !removed.contains($0) }
+        var listed = Set(merged)
+        for id in after where !before.contains(id) && listed.insert(id).inserted { merged.append(id) }
+        return .objects(merged)
+    }
+
+    /// To-one changes `contextWins` kept over another object theirs gave (an album ours
+    /// moved to one artist and theirs to another): the object theirs gave lets go of it in
+    /// the inverse — what the other transaction set there along with its side — as this
+    /// save's own change of that key, or a change added for it. Without this, the save the
+    /// policy resolved was refused as an inverse violation. (A required to-one inverse left
+    /// empty is refused as a missing value, naming it.)
+    private mutating func letGo(_ lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)]) {
+        var position: [ObjectID: Int] = [:]
+        for (i, update) in updates.enumerated() { position[update.id] = i }
+        let deleted = Set(deletions)
+        for (target, id, entity, index) in lettingGo where !deleted.contains(target) {
+            let relationship = schema.entities[entity].relationships[index - schema.entities[entity].attributes.count]
+            let destination = schema.entityIndex(named: relationship.destination)!
+            let inverseIndex = schema.entities[destination].propertyIndex(named: relationship.inverse)!
+            func without(_ value: Value) -> Value? {
+                switch value {
+                case .objects(let ids) where ids.contains(id): .objects(ids.filter { $0 != id })
+                case .object(id): .null
+                default: nil
+                }
+            }
+            if let u = position[target], let c = updates[u].changes.firstIndex(where: { $0.index == inverseIndex }) {
+                if let value = without(updates[u].changes[c].value) { updates[u].changes[c].value = value }
+                continue
+            }
+            guard let row = head.tables[destination][target.number], let value = without(row.values[inverseIndex]) else { continue }
+            let change = PropertyChange(index: inverseIndex, value: value)
+            if let u = position[target] {
+                let at = updates[u].changes.firstIndex { $0.index > inverseIndex } ?? updates[u].changes.count
+                updates[u].changes.insert(change, at: at)
+            } else {
+                position[target] = updates.count
+                updates.append(RowUpdate(id: target, changes: [change]))
+            }
         }
     }
 
