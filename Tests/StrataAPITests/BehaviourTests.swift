@@ -64,8 +64,11 @@ import Strata
     /// stored property it reads (`\.shoutedTitle == "DUNE"` would silently mean
     /// `title == "DUNE"` and match nothing).
     @Test func aTypedPredicateOnAComputedPropertyTraps() async throws {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in
                 let p: TypedPredicate<Book> = \.shoutedTitle == "DUNE"
                 _ = c.resolve(p)
@@ -79,8 +82,11 @@ import Strata
     /// each once silently became a predicate on the stored property.
     @Test(arguments: ["quietTitle", "yearOrZero", "trimmedTitle", "pagesAtMostZero"])
     func aTypedPredicateOnAComputationGivingSomeValuesBackTraps(property: String) async throws {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [property] in
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [property, directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in
                 switch property {
                 case "quietTitle": _ = c.resolve(\Book.quietTitle == "dune")
@@ -417,8 +423,11 @@ import Strata
     /// stored year (and writing it would trap later): the first access traps, naming the
     /// declaration and the attribute.
     @Test func aMistypedManagedPropertyTrapsOnFirstUse() async throws {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             _ = try! await f.seedBooks(2000...2000)
             let plain = Coordinator(store: f.store, name: "plain")
             let c = ObjectContext(coordinator: plain, name: "plain")

@@ -44,13 +44,19 @@ func musicSchema() throws -> Schema {
     ])
 }
 
-func temporaryPath(_ name: String) -> String {
+/// Each test's stores live in a directory of its own, removed when the test ends (a class
+/// suite: one instance per test).
+@Suite final class DocumentationExampleTests: Sendable {
     let directory = NSTemporaryDirectory() + "strata-api-docs-" + UUID().uuidString
-    try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    return directory + "/" + name
-}
 
-@Suite struct DocumentationExampleTests {
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    func temporaryPath(_ name: String) -> String { directory + "/" + name }
+
     /// ObjectContext's DocC example, verbatim apart from the set-up.
     @Test func objectContextExample() async throws {
         let store = try Store.create(at: temporaryPath("music.strata"), schema: try musicSchema())

@@ -5,8 +5,11 @@ import Strata
 /// Documented traps: does each trap, and does its message name the culprit?
 @Suite struct PublicAPITrapTests {
     @Test func performAndWaitOnPrivateQueueTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             let c = f.context("bg")
             _ = c.performAndWait { _ in 1 }
         }
@@ -15,8 +18,11 @@ import Strata
     }
 
     @Test func findWithoutUniqueAttributeTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in _ = c.find(Book.self, uniqueKey: .string("x")) }
         }
         let text = trapMessage(r)
@@ -24,8 +30,11 @@ import Strata
     }
 
     @Test func findOrCreateWithWrongValueTypeTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in _ = c.findOrCreate(Author.self, uniqueKey: .int(7)) }
         }
         let text = trapMessage(r)
@@ -33,8 +42,11 @@ import Strata
     }
 
     @Test func subscriptWrongTypeTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in c.insert(Book.self)["title"] = .int(3) }
         }
         let text = trapMessage(r)
@@ -42,8 +54,11 @@ import Strata
     }
 
     @Test func typedPredicateOnNonStoredKeyPathTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             await f.context().perform { c in
                 let p: TypedPredicate<Book> = \.isInserted == true
                 _ = try? c.fetch(Book.self, where: p)
@@ -54,8 +69,11 @@ import Strata
     }
 
     @Test func pinQueryGenerationOnChildTraps() async throws {
-        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! Fixture()
+        // The child traps before it can remove its store: the test does.
+        let directory = Fixture.newDirectoryPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let r = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [directory = directory as String] in
+            let f = try! Fixture(directory: directory)
             let child = ObjectContext(parent: f.context(), name: "kid")
             await child.perform { c in _ = c.pinQueryGeneration() }
         }

@@ -61,8 +61,13 @@ final class Fixture: Sendable {
     let store: Store
     let coordinator: Coordinator
 
-    init(modelClasses: [ManagedObject.Type] = [Author.self, Book.self, Shelf.self]) throws {
-        directory = NSTemporaryDirectory() + "strata-api-" + UUID().uuidString
+    /// A path for a fixture's directory (not created).
+    static func newDirectoryPath() -> String { NSTemporaryDirectory() + "strata-api-" + UUID().uuidString }
+
+    /// A fixture in a new directory at `directory` (by default a new temporary one), which
+    /// ``close()`` removes.
+    init(directory: String = Fixture.newDirectoryPath(), modelClasses: [ManagedObject.Type] = [Author.self, Book.self, Shelf.self]) throws {
+        self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try Store.create(at: directory + "/library.strata", schema: try librarySchema(),
                                  configuration: Store.Configuration(durability: .none))

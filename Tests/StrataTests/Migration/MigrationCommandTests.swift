@@ -4,8 +4,10 @@ import Testing
 @testable import StrataCommand
 
 /// `strata migrate`, run in-process.
-@Suite struct MigrationCommandTests {
+/// A class suite (one instance per test), so that each test's directory is removed when it ends.
+@Suite final class MigrationCommandTests: Sendable {
     let directory = TemporaryDirectory("strata-migrate-cli")
+    deinit { directory.remove() }
     var store: String { directory.appending("music.strata") }
 
     func writeModel(_ schema: Schema, _ name: String) throws -> String {

@@ -2,8 +2,10 @@ import Foundation
 import Testing
 @testable import Strata
 
-@Suite struct MigrationTests {
+/// A class suite (one instance per test), so that each test's directory is removed when it ends.
+@Suite final class MigrationTests: Sendable {
     let directory = TemporaryDirectory("strata-migration")
+    deinit { directory.remove() }
     var path: String { directory.appending("music.strata") }
 
     @Test func inferredChangesAreNamedEntityByEntity() {
