@@ -104,6 +104,18 @@ public final class JSONLinesReader {
         return nil
     }
 
+    /// The rest of the input, whole, read until its end (a pipe's or a terminal's too).
+    public func readToEnd() throws(ReadError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        while true {
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+            start = end
+            searched = end
+            if atEnd { return bytes }
+            try fill()
+        }
+    }
+
     /// Moves the unread bytes to the front (growing the buffer if a line fills it) and reads more.
     private func fill() throws(ReadError) {
         if start > 0 {

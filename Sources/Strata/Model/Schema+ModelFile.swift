@@ -39,10 +39,11 @@ extension Schema {
     ///   property at fault.
     public init(contentsOfModelFile path: String) throws(SchemaError) {
         let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        do throws(JSONLinesReader.ReadError) {
+            // Read to its end, not by its size: a pipe (`--model <(…)`) reads too.
+            data = Data(try JSONLinesReader(path: path == "-" ? "./-" : path).readToEnd())
         } catch {
-            var failure = SchemaError("cannot read the model file: \(error.localizedDescription)")
+            var failure = SchemaError("cannot read the model file: \(error.reason)")
             failure.file = path
             throw failure
         }
