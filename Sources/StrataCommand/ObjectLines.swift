@@ -58,11 +58,32 @@ struct ObjectLines {
     func cell(_ value: Value) -> String {
         switch value {
         case .null: ""
-        case .string(let s): s
+        case .string(let s): Self.tableText(s)
         case .object(let id): plain(reference(id))
         case .objects(let ids): "[" + ids.map { plain(reference($0)) }.joined(separator: ", ") + "]"
         default: plain(value.json)
         }
+    }
+
+    /// A string as a table cell: one line whatever it holds (line breaks, tabs and other
+    /// control characters written as escapes, as JSON writes them), and `""` when empty, so
+    /// that it is told apart from a nil (an empty cell).
+    static func tableText(_ text: String) -> String {
+        if text.isEmpty { return "\"\"" }
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 
     private func plain(_ json: JSON) -> String {

@@ -126,7 +126,8 @@ enum QueryCommands {
         help: """
             Sets attribute values of every object of E that matches PREDICATE, in one
             transaction. A value is read as JSON when it can be (42, 2.5, true, null,
-            "quoted text"), otherwise as plain text; dates are ISO-8601, data base64, UUIDs
+            "quoted text"), otherwise as plain text; null and nil (as in predicates) remove
+            a value ("null" in quotes is the text); dates are ISO-8601, data base64, UUIDs
             canonical. Limits and unique keys are checked: if any object breaks one, nothing
             changes. Relationships are changed with import, which keeps inverses in step.
 
@@ -237,8 +238,11 @@ enum QueryCommands {
     static func sortKeys(_ text: String?) throws(Arguments.UsageError) -> [SortKey]? {
         guard let text else { return nil }
         var keys: [SortKey] = []
-        for part in text.split(separator: ",") {
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let words = part.split(separator: " ")
+            if words.isEmpty && text.contains(where: { $0 != "," && $0 != " " }) {
+                throw Arguments.UsageError(message: "--sort: a key is missing between commas in '\(text)'")
+            }
             guard let key = words.first, words.count <= 2 else {
                 throw Arguments.UsageError(message: "--sort takes \"key [asc|desc], ...\", not '\(text)'")
             }
@@ -256,7 +260,8 @@ enum QueryCommands {
         return keys
     }
 
-    /// An `--set` value for an attribute: JSON when it parses, else plain text.
+    /// An `--set` value for an attribute: JSON when it parses, else plain text; `nil`, as
+    /// predicates write it, is null too.
     static func value(_ text: String, for attribute: Attribute, of entity: Entity) throws(StoreError) -> Value {
         let json: JSON
         if text == "null" || text == "nil" {

@@ -37,6 +37,12 @@ struct Aggregation {
         }
         self.key = try key.map { (k) throws(StoreError) in try BoundKeyPath(k, from: entity, schema: schema, allowMultiple: false) }
         self.groupBy = try groupBy.map { (k) throws(StoreError) in try BoundKeyPath(k, from: entity, schema: schema, allowMultiple: false) }
+        if let key = self.key, function != .count, let destination = key.relationshipDestination {
+            // Objects have no sum, mean or order to take the least or greatest of.
+            let name = schema.entities[destination].name
+            throw StoreError(.invalidQuery, "\(function.rawValue) needs an attribute; \"\(key.text)\" is a relationship to \(name): aggregate one of \(name)'s attributes (\"\(key.text).…\"), or count it",
+                             key: key.text)
+        }
         if let type = self.key?.attributeType, function == .sum || function == .avg, type != .int && type != .double {
             throw StoreError(.invalidQuery, "\(function.rawValue) needs a numeric key; \"\(self.key!.text)\" is a \(type.rawValue)", key: self.key!.text)
         }

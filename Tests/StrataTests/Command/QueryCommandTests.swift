@@ -44,6 +44,22 @@ import Testing
             """)
     }
 
+    /// A table row stays one line whatever a string holds, and an empty string is told
+    /// apart from nil (a line break in a name once broke the table in two).
+    @Test func queryTableWritesControlCharactersEscaped() async throws {
+        let catalog = try await sampleStore()
+        defer { catalog.remove() }
+        let set = await runTool(["update", catalog.path, "--entity", "Artist", "--where", "artistID == 2", "--set", "name=line\nbreak\tand\u{7}bell"])
+        #expect(set.status == 0, "\(set.errors)")
+        let empty = await runTool(["update", catalog.path, "--entity", "Artist", "--where", "artistID == 1", "--set", "name="])
+        #expect(empty.status == 0, "\(empty.errors)")
+        let table = await runTool(["query", catalog.path, "--entity", "Artist", "--format", "table"])
+        let lines = table.output.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 6, "\(table.output)")
+        #expect(lines.contains { $0.hasPrefix("Artist/2") && $0.contains(#"line\nbreak\tand\u0007bell"#) }, "\(table.output)")
+        #expect(lines.contains { $0.hasPrefix("Artist/1") && $0.contains(#"  ""  "#) }, "\(table.output)")
+    }
+
     @Test func queryErrorsNameTheColumnOrTheKey() async throws {
         let catalog = try await sampleStore()
         defer { catalog.remove() }
@@ -60,6 +76,11 @@ import Testing
         #expect(usage.status == 2 && usage.errors.hasPrefix("strata query: --entity is required\nusage: strata query STORE --entity E"))
         let sort = await runTool(["query", catalog.path, "--entity", "Album", "--sort", "title sideways"])
         #expect(sort.status == 2 && sort.errors.hasPrefix("strata query: --sort: 'sideways' after 'title' must be asc or desc"))
+        // An empty key between commas (or after the last) is a mistake, not nothing.
+        for text in ["title,,year", "title,", ",title", "title, ,year"] {
+            let gap = await runTool(["query", catalog.path, "--entity", "Album", "--sort", text])
+            #expect(gap.status == 2 && gap.errors.hasPrefix("strata query: --sort: a key is missing between commas in '\(text)'"), "\(text): \(gap.errors)")
+        }
         let missing = await runTool(["query", catalog.directory.appending("none.strata"), "--entity", "Album"])
         #expect(missing.status == 1 && missing.errors.hasPrefix("strata query: notFound"))
     }
@@ -93,6 +114,14 @@ import Testing
         #expect(noKey.status == 2 && noKey.errors.hasPrefix("strata aggregate: --function sum needs --key K"), "\(noKey.errors)")
         let notNumeric = await runTool(["aggregate", catalog.path, "--entity", "Album", "--function", "sum", "--key", "title"])
         #expect(notNumeric.status == 1 && notNumeric.errors.contains("sum needs a numeric key"))
+        // A relationship has no sum, mean, least or greatest: refused naming it (sum and avg
+        // once printed 0 and 0.0, max an object ID), and counted as any key is.
+        for function in ["sum", "avg", "min", "max"] {
+            let related = await runTool(["aggregate", catalog.path, "--entity", "Song", "--function", function, "--key", "album"])
+            #expect(related.status == 1 && related.output.isEmpty, "\(function): \(related.output)")
+            #expect(related.errors.contains("\(function) needs an attribute; \"album\" is a relationship to Album"), "\(related.errors)")
+        }
+        #expect(await runTool(["aggregate", catalog.path, "--entity", "Song", "--function", "count", "--key", "album"]).output == "2\n")
     }
 
     @Test func updateSetsAttributesOrChangesNothing() async throws {
