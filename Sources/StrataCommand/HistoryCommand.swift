@@ -42,7 +42,7 @@ enum HistoryCommand {
         await store.close()
         let out = BufferedLines(output)
         if format == "text", let checkpoint, since < checkpoint {
-            out.line("(transactions 1–\(checkpoint) were folded into a checkpoint by compaction)")
+            out.line("(transactions 1–\(checkpoint) were folded into a checkpoint, by a compaction or a migration)")
         }
         for record in records {
             let time = Self.time(record.timestamp)

@@ -3,7 +3,7 @@
 /// property starts with.
 ///
 /// Entities, attributes and relationships are matched by their `renamedFrom` name when
-/// they declare one that applies (see ``renames(_:_:)``), otherwise by name. Every
+/// they declare one that applies (see ``renames(_:_:_:)``), otherwise by name. Every
 /// difference found is listed in ``changes``; the ones an inferred step cannot carry out
 /// have `isInferable == false`.
 struct InferredMapping: Sendable {
@@ -40,7 +40,9 @@ struct InferredMapping: Sendable {
         self.source = source
         self.destination = destination
         destinationOfSource = source.entities.map { _ in nil }
-        let sources = Self.sources(destination.entities.map { ($0.name, $0.renamedFrom) }) { source.entityIndex(named: $0) }
+        let sources = Self.sources(destination.entities.map { ($0.name, $0.renamedFrom) }, source.entities.map { ($0.name, $0.renamedFrom) }) {
+            source.entityIndex(named: $0)
+        }
         for (index, sourceIndex) in sources.enumerated() {
             if let sourceIndex { destinationOfSource[sourceIndex] = index }
         }
@@ -67,11 +69,13 @@ struct InferredMapping: Sendable {
     }
 
     /// Per destination entity or property (`name`, `renamedFrom`): the source one it comes
-    /// from (`lookup` finds a source by name). A `renamedFrom` that ``renames(_:_:)`` applies
+    /// from (`lookup` finds a source by name). A `renamedFrom` that ``renames(_:_:_:)`` applies
     /// wins; otherwise the same name, unless an applied rename takes that source elsewhere —
     /// a new entity or property taking a renamed one's old name starts empty.
-    private static func sources(_ items: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?) -> [Int?] {
-        let renamed = renames(items, lookup)
+    private static func sources(
+        _ items: [(name: String, renamedFrom: String?)], _ older: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?
+    ) -> [Int?] {
+        let renamed = renames(items, older, lookup)
         let claimed = Set(renamed.compactMap { $0 })
         return zip(items, renamed).map { item, renamed in
             if let renamed { return renamed }
@@ -89,12 +93,19 @@ struct InferredMapping: Sendable {
     /// nothing renames from, and whose old name the new version has again, is left over from
     /// the version that made the rename — a schema copied forward keeps its `renamedFrom` —
     /// and following it would move values between two properties (or entities) that both
-    /// exist: the item matches by name instead.
-    private static func renames(_ items: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?) -> [Int?] {
+    /// exist: the item matches by name instead. So is a hint the older version's item of the
+    /// same name declares already (`older`: the older version's names and hints): that
+    /// version made the rename, and a swap or rotation copied forward would otherwise be
+    /// made again, moving every value back.
+    private static func renames(
+        _ items: [(name: String, renamedFrom: String?)], _ older: [(name: String, renamedFrom: String?)], _ lookup: (String) -> Int?
+    ) -> [Int?] {
         let renamedFrom = Set(items.compactMap(\.renamedFrom))
         let names = Set(items.map(\.name))
+        var olderHints: [String: String] = [:]
+        for item in older { if let hint = item.renamedFrom { olderHints[item.name] = hint } }
         return items.map { item in
-            guard let old = item.renamedFrom, let found = lookup(old) else { return nil }
+            guard let old = item.renamedFrom, let found = lookup(old), olderHints[item.name] != old else { return nil }
             return lookup(item.name) == nil || renamedFrom.contains(item.name) || !names.contains(old) ? found : nil
         }
     }
@@ -115,7 +126,8 @@ struct InferredMapping: Sendable {
     /// from (matched as an inferred step matches them), or `nil` for a new one. `old` may be
     /// another entity than the one `entity` was (the source of a custom step's object).
     static func propertySources(of entity: Entity, from old: Entity) -> [Int?] {
-        sources(entity.attributes.map { ($0.name, $0.renamedFrom) } + entity.relationships.map { ($0.name, $0.renamedFrom) }) {
+        sources(entity.attributes.map { ($0.name, $0.renamedFrom) } + entity.relationships.map { ($0.name, $0.renamedFrom) },
+                old.attributes.map { ($0.name, $0.renamedFrom) } + old.relationships.map { ($0.name, $0.renamedFrom) }) {
             old.propertyIndex(named: $0)
         }
     }

@@ -187,6 +187,11 @@ import Testing
         #expect(records[0]["transaction"] == .int(2) && records[0]["author"] == .string("strata update"))
         #expect(records[0]["updated"] == .object([("Album/2", .object([("rating", .double(2))]))]))
         #expect(await runTool(["history", catalog.path, "--since", "two"]).status == 2)
+        // After a compaction the text says what went into the checkpoint (a migration folds
+        // the history in too: it says either).
+        #expect(await runTool(["compact", catalog.path]).status == 0)
+        let compacted = await runTool(["history", catalog.path, "--format", "text"])
+        #expect(compacted.output == "(transactions 1–2 were folded into a checkpoint, by a compaction or a migration)\n", "\(compacted.output)")
     }
 
     @Test func schemaAsTextDotAndMermaid() async throws {

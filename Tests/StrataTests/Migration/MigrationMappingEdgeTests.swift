@@ -282,6 +282,45 @@ extension MigrationMappingEdgeTests {
 }
 
 extension MigrationMappingEdgeTests {
+    /// Two attributes and two entities that swap names in v2, with v2 copied forward to v3
+    /// (hints and all) and given one more attribute: v3 takes v2's values by name. The
+    /// copied hints were followed again, and every value moved back under the other name.
+    @Test("a swap copied forward with its hints is not made again")
+    func aSwapCopiedForwardIsNotMadeAgain() async throws {
+        func entities(swapped: Bool, extra: Bool) -> [Entity] {
+            let attributes = [Attribute("first", .string, renamedFrom: swapped ? "last" : nil),
+                              Attribute("last", .string, renamedFrom: swapped ? "first" : nil)]
+                + (extra ? [Attribute("age", .int, default: .int(0))] : [])
+            return [Entity("Person", attributes: attributes, renamedFrom: swapped ? "Robot" : nil),
+                    Entity("Robot", attributes: [Attribute("first", .string), Attribute("last", .string)], renamedFrom: swapped ? "Person" : nil)]
+        }
+        let v1 = try Schema("People", version: 1, entities: entities(swapped: false, extra: false))
+        let v2 = try Schema("People", version: 2, entities: entities(swapped: true, extra: false))
+        let v3 = try Schema("People", version: 3, entities: entities(swapped: true, extra: true))
+        #expect(try MigrationPlan(schemas: [v2, v3]).steps[0].changes.map(\.description) == ["Person.age: added (default 0)"])
+        let directory = TemporaryDirectory("migration-swap-copied")
+        defer { directory.remove() }
+        // Progressively in one open, and one version at a time (as `strata migrate` does).
+        for oneAtATime in [false, true] {
+            let path = directory.appending("store-\(oneAtATime).strata")
+            try await MigrationFixture.makeStore(at: path, v1, [
+                MusicModel.row(v1, "Person", 1, ["first": .string("Smith"), "last": .string("John")]),
+                MusicModel.row(v1, "Robot", 1, ["first": .string("R2"), "last": .string("D2")]),
+            ])
+            for plan in oneAtATime ? [[v1, v2], [v2, v3]] : [[v1, v2, v3]] {
+                let store = try await Store.open(at: path, migratingWith: try MigrationPlan(schemas: plan))
+                await store.close()
+            }
+            let store = try Store.open(at: path, configuration: .init(readOnly: true))
+            let g = store.currentGeneration
+            #expect(g.schema.version == 3)
+            // v2 swapped the names: the person's first and last, and the robot became the person.
+            #expect(g.objects(of: "Person").map(\.values) == [[.string("D2"), .string("R2"), .int(0)]], "\(oneAtATime)")
+            #expect(g.objects(of: "Robot").map(\.values) == [[.string("Smith"), .string("John")]], "\(oneAtATime)")
+            await store.close()
+        }
+    }
+
     /// Two entities of v2 rename from the same entity, and two attributes from the same
     /// attribute. Followed, each old object became two (and each old value was copied into
     /// two attributes); an inferred step refuses it instead, naming the second of each.
