@@ -582,7 +582,7 @@ extension ObjectGraph {
                     continue
                 }
                 if relationships[object.entityIndex][change.index]?.isToMany == true {
-                    changes.append(PropertyChange(index: change.index, value: Self.mergeLists(base: base, ours: change.value, theirs: theirs)))
+                    changes.append(PropertyChange(index: change.index, value: Value.mergedList(base: base, ours: change.value, theirs: theirs)))
                     continue
                 }
                 conflicting.insert(change.index)
@@ -824,29 +824,6 @@ extension ObjectGraph {
     }
 
     // MARK: - Merging
-
-    /// A to-many list changed on both sides, merged element by element: their list, less
-    /// what ours removed from the base, plus what ours added (in our order) — unless ours
-    /// reordered the list and theirs did not: then our order stands, less what theirs
-    /// removed, plus what theirs added (in their order). (Their order always won, so a merge
-    /// undid a reorder this side had pending.)
-    static func mergeLists(base: Value, ours: Value, theirs: Value) -> Value {
-        let base = targets(base), ours = targets(ours), theirs = targets(theirs)
-        let before = Set(base), ourSet = Set(ours), theirSet = Set(theirs)
-        func reordered(_ list: [ObjectID], _ kept: Set<ObjectID>) -> Bool {
-            !list.filter { before.contains($0) }.elementsEqual(base.filter { kept.contains($0) })
-        }
-        if reordered(ours, ourSet), !reordered(theirs, theirSet) {
-            let removedByThem = before.subtracting(theirSet)
-            var merged = ours.filter { !removedByThem.contains($0) }
-            for id in theirs where !before.contains(id) && !ourSet.contains(id) { merged.append(id) }
-            return .objects(merged)
-        }
-        let removedByUs = before.subtracting(ourSet)
-        var merged = theirs.filter { !removedByUs.contains($0) }
-        for id in ours where !before.contains(id) && !merged.contains(id) { merged.append(id) }
-        return .objects(merged)
-    }
 
     /// Records in the layer what the merge of `transaction` left as it was of the objects it
     /// holds changes of (see ``PendingLayer/mergesLeftUnchanged``).
@@ -1243,7 +1220,7 @@ extension ObjectGraph {
                                 object.storage[index] = row[index]
                                 pendingNotification.refreshed.insert(id)
                             } else if info!.isToMany {
-                                object.storage[index] = Self.mergeLists(base: read, ours: object.storage[index], theirs: row[index])
+                                object.storage[index] = Value.mergedList(base: read, ours: object.storage[index], theirs: row[index])
                             }
                             if object.storage[index] == row[index] { object.changedKeys.remove(index) }
                             setTracking(object)
@@ -1265,7 +1242,7 @@ extension ObjectGraph {
         var conflicting: [Int] = []
         for index in object.changedKeys.sorted() where theirs[index] != base[index] {
             if relationships[object.entityIndex][index]?.isToMany == true {
-                object.storage[index] = Self.mergeLists(base: base[index], ours: object.storage[index], theirs: theirs[index])
+                object.storage[index] = Value.mergedList(base: base[index], ours: object.storage[index], theirs: theirs[index])
                 continue
             }
             conflicting.append(index)

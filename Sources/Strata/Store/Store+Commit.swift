@@ -216,7 +216,7 @@ struct CommitPlan {
                 where conflicting.contains(change.index) && change.index >= properties.attributes.count {
                     let theirs = current.values[change.index]
                     if properties.relationships[change.index - properties.attributes.count].isToMany {
-                        changes[c].value = Self.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
+                        changes[c].value = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
                     } else if case .object(let target) = theirs, change.value != theirs {
                         lettingGo.append((target, update.id, entity, change.index))
                     }
@@ -337,19 +337,6 @@ struct CommitPlan {
             update.changes = update.changes.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
             return update.changes.isEmpty ? nil : update
         }
-    }
-
-    /// A to-many key both sides changed, merged element by element: their list, less the
-    /// objects ours took out of the base, with the objects ours added (`contextWins`). Each
-    /// side's additions and removals are kept, so the other sides of both stay in step; a
-    /// list's order is theirs, our additions at its end.
-    static func mergedList(base: Value, ours: Value, theirs: Value) -> Value {
-        let before = Set(base.referencedObjects), after = ours.referencedObjects
-        let removed = before.subtracting(after)
-        var merged = theirs.referencedObjects.filter { !removed.contains($0) }
-        var listed = Set(merged)
-        for id in after where !before.contains(id) && listed.insert(id).inserted { merged.append(id) }
-        return .objects(merged)
     }
 
     /// To-one changes `contextWins` kept over another object theirs gave (an album ours

@@ -51,10 +51,10 @@ extension ConflictTests {
         // Ours takes out 0 and adds 4; theirs takes out 1 and adds 3 and 5.
         let ours = Value.objects([ids[1], ids[2], ids[4]])
         let theirs = Value.objects([ids[5], ids[0], ids[2], ids[3]])
-        #expect(CommitPlan.mergedList(base: base, ours: ours, theirs: theirs) == .objects([ids[5], ids[2], ids[3], ids[4]]))
+        #expect(Value.mergedList(base: base, ours: ours, theirs: theirs) == .objects([ids[5], ids[2], ids[3], ids[4]]))
         // Both adding the same object lists it once.
-        #expect(CommitPlan.mergedList(base: .objects([]), ours: .objects([ids[0]]), theirs: .objects([ids[0]])) == .objects([ids[0]]))
+        #expect(Value.mergedList(base: .objects([]), ours: .objects([ids[0]]), theirs: .objects([ids[0]])) == .objects([ids[0]]))
         // An empty to-many is stored as an empty list.
-        #expect(CommitPlan.mergedList(base: .objects([ids[0]]), ours: .objects([]), theirs: .objects([ids[0]])) == .objects([]))
+        #expect(Value.mergedList(base: .objects([ids[0]]), ours: .objects([]), theirs: .objects([ids[0]])) == .objects([]))
     }
 }
