@@ -53,7 +53,7 @@ struct DurabilityScenario: Scenario {
                 let row = Row(outcomes[writers] ?? [])
                 if durability == .full { fullRates[writers] = row.rate }
                 if durability == .full && writers == 1 { fullSingleP50 = row.p50 }
-                results.append(row.json(durability: durability.rawValue, writers: writers, saves: "context"))
+                results.append(row.json(durability: durability.rawValue, writers: writers, committer: "context"))
                 table.append(row.cells(durability.rawValue, writers))
             }
         }
@@ -63,7 +63,7 @@ struct DurabilityScenario: Scenario {
             let row = Row(storeCommits[writers] ?? [])
             storeRates[writers] = row.rate
             if writers == 1 { storeSingleP50 = row.p50 }
-            results.append(row.json(durability: "full", writers: writers, saves: "store commit"))
+            results.append(row.json(durability: "full", writers: writers, committer: "store commit"))
             table.append(row.cells("full, store commit", writers))
         }
         /// A raw floor's row (JSON and table); its p50 in milliseconds.
@@ -110,9 +110,9 @@ struct DurabilityScenario: Scenario {
             processor = Measure.median(runs.map(\.processorPerSave)) * 1e6
         }
 
-        func json(durability: String, writers: Int, saves: String) -> JSON {
+        func json(durability: String, writers: Int, committer: String) -> JSON {
             .object([
-                ("durability", .string(durability)), ("writers", .int(Int64(writers))), ("saves", .string(saves)),
+                ("durability", .string(durability)), ("writers", .int(Int64(writers))), ("committer", .string(committer)),
                 ("savesPerSecond", number(rate, decimals: 1)),
                 ("latencyMs", .object([("p50", number(p50)), ("p99", number(p99))])),
                 ("fsyncsPerSave", number(syncs)), ("processorMicrosecondsPerSave", number(processor, decimals: 1)),

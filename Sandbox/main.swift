@@ -154,6 +154,26 @@ enum SandboxMain {
         let plan: [(any Scenario, ScenarioOptions)] = (chosen.isEmpty ? [ShootoutScenario()] : chosen).map { ($0, options) }
 
         var reports: [ScenarioReport] = []
+        // The reports so far, written as asked after every scenario, so that the figures of
+        // those that finished are kept when a later one fails or the run is stopped. One
+        // scenario's report is an object; several scenarios' (`all`) an array of them.
+        func writeReports() {
+            if let jsonPath {
+                let json: JSON = reports.count == 1 && plan.count == 1 ? reports[0].json : .array(reports.map(\.json))
+                do {
+                    try json.prettyText.write(toFile: jsonPath, atomically: true, encoding: .utf8)
+                } catch {
+                    fail("cannot write \(jsonPath): \(error)", status: 1)
+                }
+            }
+            if let htmlPath {
+                do {
+                    try HTMLReport(reports).text.write(toFile: htmlPath, atomically: true, encoding: .utf8)
+                } catch {
+                    fail("cannot write \(htmlPath): \(error)", status: 1)
+                }
+            }
+        }
         for (scenario, scenarioOptions) in plan {
             do {
                 let report = try await scenario.run(scenarioOptions) { FileHandle.standardError.write(Data("… \($0)\n".utf8)) }
@@ -161,23 +181,12 @@ enum SandboxMain {
                 printLine("\n\(report.scenario)")
                 for line in columnsText(report.table) { printLine("  " + line) }
                 printLine("  → \(report.verdict)")
+                writeReports()
             } catch {
+                if !reports.isEmpty && (jsonPath != nil || htmlPath != nil) {
+                    FileHandle.standardError.write(Data("sandbox: the reports of \(reports.map(\.scenario).joined(separator: ", ")) are written\n".utf8))
+                }
                 fail("\(scenario.name): \(error)", status: 1)
-            }
-        }
-        if let jsonPath {
-            let json: JSON = reports.count == 1 ? reports[0].json : .array(reports.map(\.json))
-            do {
-                try json.prettyText.write(toFile: jsonPath, atomically: true, encoding: .utf8)
-            } catch {
-                fail("cannot write \(jsonPath): \(error)", status: 1)
-            }
-        }
-        if let htmlPath {
-            do {
-                try HTMLReport(reports).text.write(toFile: htmlPath, atomically: true, encoding: .utf8)
-            } catch {
-                fail("cannot write \(htmlPath): \(error)", status: 1)
             }
         }
     }

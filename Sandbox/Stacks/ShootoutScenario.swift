@@ -67,7 +67,8 @@ struct ShootoutScenario: Scenario {
             results.append(summary.json(stack: name))
             table.append([
                 name, format(summary.importSeconds), format(summary.busySeconds * 1000), format(summary.busyShare * 100),
-                format(summary.wallSeconds * 1000), format(summary.longestMs), format(summary.lateness.p50), format(summary.lateness.p99), format(summary.lateness.max),
+                format(summary.wallSeconds * 1000), format(summary.longestMs),
+            ] + [summary.lateness.p50, summary.lateness.p99, summary.lateness.max].map { summary.latenessMeasured ? format($0) : "–" } + [
                 String(Int(summary.dropped)), String(Int(summary.stalls)), format(summary.visible.p50), format(summary.visible.max),
                 format(summary.durable.p50), format(summary.durable.max), format(summary.peakMegabytes),
                 summary.hostStealPercent.map { format($0) } ?? "–",
@@ -89,6 +90,9 @@ struct ShootoutScenario: Scenario {
         /// The most dropped frames of any run (the verdict's "no dropped frame" is for every run).
         var droppedMost: Double
         var lateness: (p50: Double, p99: Double, max: Double)
+        /// Whether a tick fell inside the import in every run (with none, there is no
+        /// lateness to report: an import shorter than a frame).
+        var latenessMeasured: Bool
         var visible: (p50: Double, max: Double)
         var durable: (p50: Double, max: Double)
         var longestOperation: String
@@ -109,6 +113,7 @@ struct ShootoutScenario: Scenario {
             droppedMost = Double(runs.map(\.droppedFrames).max() ?? 0)
             stalls = Measure.medianCount(runs.map { Double($0.lateness.filter { $0 > 100 }.count) })
             peakMegabytes = median(\.peakMegabytes)
+            latenessMeasured = runs.allSatisfy { !$0.lateness.isEmpty }
             lateness = (median { Measure.quantile($0.lateness, 0.5) }, median { Measure.quantile($0.lateness, 0.99) },
                         median { $0.lateness.max() ?? 0 })
             visible = (median { Measure.quantile($0.visibleAfter, 0.5) }, median { $0.visibleAfter.max() ?? 0 })
@@ -120,12 +125,15 @@ struct ShootoutScenario: Scenario {
             hostStealPercent = steal.isEmpty ? nil : Measure.median(steal)
         }
 
+        /// A lateness figure, or null when no tick was measured (0 would read as none late).
+        private func measured(_ value: Double) -> JSON { latenessMeasured ? number(value) : .null }
+
         func json(stack: String) -> JSON {
             .object([
                 ("stack", .string(stack)),
                 ("importSeconds", number(importSeconds)),
                 ("mainActorBusySeconds", number(busySeconds, decimals: 6)),
-                ("tickLatenessMs", .object([("p50", number(lateness.p50)), ("p99", number(lateness.p99)), ("max", number(lateness.max))])),
+                ("tickLatenessMs", .object([("p50", measured(lateness.p50)), ("p99", measured(lateness.p99)), ("max", measured(lateness.max))])),
                 ("droppedFrames", .int(Int64(dropped))),
                 ("stallsOver100ms", .int(Int64(stalls))),
                 ("visibleAfterMs", .object([("p50", number(visible.p50)), ("max", number(visible.max))])),
@@ -153,7 +161,9 @@ struct ShootoutScenario: Scenario {
             let checks = [
                 (hybrid.busyShare <= 0.01, "main busy \(format(hybrid.busyShare * 100))% of the import (≤ 1%)"),
                 (hybrid.droppedMost == 0, "\(Int(hybrid.droppedMost)) dropped frames in the worst run (0)"),
-                (hybrid.lateness.p99 <= 4, "lateness p99 \(format(hybrid.lateness.p99)) ms (≤ 4)"),
+                hybrid.latenessMeasured
+                    ? (hybrid.lateness.p99 <= 4, "lateness p99 \(format(hybrid.lateness.p99)) ms (≤ 4)")
+                    : (false, "lateness p99 not measured, no tick fell inside the import: give more objects (≤ 4)"),
                 // The target as the acceptance states it (p50); the slowest save is shown beside it.
                 (hybrid.visible.p50 <= 16.7, "visible after \(format(hybrid.visible.p50)) ms p50 (≤ 16.7; slowest save \(format(hybrid.visible.max)) ms)"),
             ]

@@ -264,7 +264,7 @@ import Testing
         #expect(result.output.contains("→ context saves: 4 writers at .full make"))
         #expect(result.output.contains("; store commits: 4 writers at .full make"))
         let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
-        #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")/\($0["saves"] ?? "-")" }
+        #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")/\($0["committer"] ?? "-")" }
                 == ["full/1/context", "full/4/context", "relaxed/1/context", "relaxed/4/context", "none/1/context", "none/4/context",
                     "full/1/store commit", "full/4/store commit", "raw append+fsync/1/-", "raw write+fsync into zeros/1/-"])
         for row in results {
