@@ -31,6 +31,7 @@ let contextGroups: [Group] = [
 
 let storeGroups: [Group] = [
     Group(name: BulkCommit.name) { try await BulkCommit.run($0) },
+    Group(name: LongListCommit.name) { try await LongListCommit.run($0) },
 ]
 
 let queryGroups: [Group] = [

@@ -685,9 +685,14 @@ struct CommitPlan {
             default: break
             }
             guard let before else { continue }
-            for target in before[index].referencedObjects where !value.refers(to: target) {
+            // Looked up in a set when the list is long: a save that adds or takes one object
+            // of a 200,000-object list once compared every old member with every new one
+            // (minutes, under the commit lock).
+            let old = before[index].referencedObjects
+            let kept: Set<ObjectID>? = old.count > 16 ? Set(value.referencedObjects) : nil
+            for target in old where !(kept?.contains(target) ?? value.refers(to: target)) {
                 guard let other = next.row(target) else { continue }
-                if other.values[inverseIndex].refers(to: id) {
+                if lists.refers(other.values[inverseIndex], of: target, inverseIndex, to: id) {
                     let relationship = schema.entities[entity].relationships[index - layout.attributeCount]
                     throw StoreError(.inverseViolation, "\(id).\(relationship.name) no longer refers to \(target), but \(target).\(relationship.inverse) still refers to \(id); change both sides in the same save",
                                      object: id, key: relationship.name)
