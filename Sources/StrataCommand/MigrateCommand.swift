@@ -28,12 +28,12 @@ enum MigrateCommand {
         try arguments.expectPositionals(1)
         let modelPath = try arguments.requireOption("model")
         let schema = try Schema(contentsOfModelFile: modelPath)
-        let reader = try Store.open(at: path, configuration: .init(readOnly: true))
+        // A dry run reads; a migration opens for writing first, so that another writer's
+        // lock is reported at once, before the store is read (and cuts a torn tail, saying so).
+        let reader = arguments.flags.contains("dry-run")
+            ? try Store.open(at: path, configuration: .init(readOnly: true))
+            : try StrataCommand.openForWriting(path, command: "migrate", output)
         let stored = reader.schema
-        // The migration's own open cuts a torn tail the read-only one skipped.
-        if let torn = reader.recovery.tornTail, !arguments.flags.contains("dry-run") {
-            output.errorLine(StrataCommand.tornTailNote(torn, command: "migrate", lastTransaction: reader.recovery.lastTransaction))
-        }
         await reader.close()
         // Inferred from the store's schema, another model's would remove every entity.
         guard schema.name == stored.name else {

@@ -16,6 +16,23 @@ import Testing
         return path
     }
 
+    /// Another writer's lock is found by the first open, before the store is read (the
+    /// migration once read the whole store read-only first, then met the lock), while a dry
+    /// run, which only reads, still runs.
+    @Test func aLockedStoreIsRefusedBeforeItIsRead() async throws {
+        try await MusicModel.createStore(version: 1, at: store)
+        let v2 = try writeModel(MusicModel.v2, "music-v2.json")
+        let holder = try Store.open(at: store)
+        let refused = await runTool(["migrate", store, "--model", v2])
+        #expect(refused.status == 1)
+        #expect(refused.errors.hasPrefix("strata migrate: ") && refused.errors.contains("locked"), "\(refused.errors)")
+        #expect(!refused.errors.contains("opening the store to migrate"), "\(refused.errors)")
+        let dryRun = await runTool(["migrate", store, "--model", v2, "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.errors)")
+        await holder.close()
+        #expect(await runTool(["migrate", store, "--model", v2]).status == 0)
+    }
+
     @Test func dryRunThenMigrateThenNothingToDo() async throws {
         defer { directory.remove() }
         try await MusicModel.createStore(version: 1, at: store)
