@@ -23,6 +23,12 @@
 /// ``ObjectContext/registeredObjects``): asked for again by ID once it was let go, the
 /// object is one the context's view does not hold, a fault that loads as missing —
 /// ``value(forKey:)`` throws ``StoreError/Code/objectNotFound`` and its properties read empty.
+///
+/// An object does not outlive its context. Once the context is gone, values already loaded
+/// still read as they were, but setting a value, or reading one of a fault, traps naming the
+/// object ("belongs to a context that was discarded"); so does reading a
+/// ``FetchedResults``' objects. Keep the context (a stack keeps its view context) for as
+/// long as its objects are used, or keep their ``objectID``s.
 open class ManagedObject {
     /// The object's permanent identity.
     public let objectID: ObjectID

@@ -54,6 +54,8 @@ public actor ObjectContext {
     }
 
     private var mergeTask: Task<Void, Never>?
+    /// The store's close hook that ends this context's streams.
+    private var storeCloseHook: Int?
     private var isSaving = false
     private var saveWaiters: [CheckedContinuation<Void, Never>] = []
     private nonisolated let saves = Broadcast<DidSave>()
@@ -83,9 +85,17 @@ public actor ObjectContext {
         self.parentContext = parent
         queueExecutor = link.executor.makeSerialExecutor()
         graph = ObjectGraph(link: link)
+        // The context's streams end when its store closes, as the store's own do: a task
+        // reading one (which keeps the context alive) would otherwise wait for ever.
+        storeCloseHook = link.coordinator.store.whenClosed { [saves, changes, conflicts] in
+            saves.finish()
+            changes.finish()
+            conflicts.finish()
+        }
     }
 
     isolated deinit {
+        if let storeCloseHook { link.coordinator.store.removeCloseHook(storeCloseHook) }
         mergeTask?.cancel()
         graph.tearDown()
         saves.finish()
@@ -328,7 +338,9 @@ public actor ObjectContext {
 
     // MARK: - Notifications
 
-    /// Every save of this context from now on (to the store or to its parent).
+    /// Every save of this context from now on (to the store or to its parent). Like
+    /// ``objectsDidChange()`` and ``mergeConflicts()``, the stream ends when the store
+    /// closes or the context goes away.
     public nonisolated func didSave() -> AsyncStream<DidSave> { saves.subscribe() }
 
     /// Objects-did-change notifications of this context from now on.
