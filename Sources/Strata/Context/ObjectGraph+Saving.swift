@@ -377,6 +377,13 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
+        // Objects a merge related to the deleted ones while the save was in flight let go of
+        // them as a change of their own (the deletion was pending here); the parent, which
+        // now holds the deletion, has let go of them too, so that change is no longer this
+        // context's: their bases take the parent's values. (Left as a pending change on a
+        // base still naming the deleted object, a rollback brought it back.)
+        let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
+        if !gone.isEmpty { forgetReferences(toDeleted: gone) }
         forgetUnheldUniques()
         return (kept, keptValues)
     }
