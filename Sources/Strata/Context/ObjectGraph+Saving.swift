@@ -377,13 +377,17 @@ extension ObjectGraph {
             setTracking(object)
             noteChanged(object)
         }
-        // Objects a merge related to the deleted ones while the save was in flight let go of
-        // them as a change of their own (the deletion was pending here); the parent, which
-        // now holds the deletion, has let go of them too, so that change is no longer this
-        // context's: their bases take the parent's values. (Left as a pending change on a
-        // base still naming the deleted object, a rollback brought it back.)
-        let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
-        if !gone.isEmpty { forgetReferences(toDeleted: gone) }
+        // Objects a merge related to the deleted ones while a save into the parent was in
+        // flight let go of them as a change of their own (the deletion was pending here); the
+        // parent, which now holds the deletion, has let go of them too, so that change is no
+        // longer this context's: their bases take the parent's values. (Left as a pending
+        // change on a base still naming the deleted object, a rollback brought it back.) A
+        // save to the store meeting such a merge is refused instead (the store's row names
+        // the object the save deletes), or its merge policy keeps the object.
+        if committed == nil {
+            let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
+            if !gone.isEmpty { forgetReferences(toDeleted: gone) }
+        }
         forgetUnheldUniques()
         return (kept, keptValues)
     }
