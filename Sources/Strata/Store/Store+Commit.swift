@@ -394,8 +394,18 @@ struct CommitPlan {
             for (offset, relationship) in properties.relationships.enumerated() {
                 let index = properties.attributes.count + offset
                 let targets = Self.targets(values[index])
-                if targets.contains(where: deleted.contains) {
-                    let left = targets.filter { !deleted.contains($0) }
+                // A target the change set gives another object in a to-one inverse (a song
+                // moved from the album it deletes to another) is let go of too: kept, the
+                // album went on listing it, and the save was refused as an inverse violation.
+                let inverseIndex = schema.entity(named: relationship.destination)!.propertyIndex(named: relationship.inverse)!
+                func movedAway(_ target: ObjectID) -> Bool {
+                    guard let u = position[target], let change = updates[u].changes.first(where: { $0.index == inverseIndex }),
+                        case .object(let other) = change.value
+                    else { return false }
+                    return other != id
+                }
+                if targets.contains(where: { deleted.contains($0) || movedAway($0) }) {
+                    let left = targets.filter { !deleted.contains($0) && !movedAway($0) }
                     lettingGo.append(PropertyChange(index: index, value: relationship.isToMany ? .objects(left) : .null))
                 }
             }
