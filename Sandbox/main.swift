@@ -98,6 +98,13 @@ enum SandboxMain {
             guard index < arguments.count else { fail("\(arguments[index - 1]) needs a value") }
             return arguments[index]
         }
+        // An output file: `-` would be a file of that name (standard output has the table).
+        func outputFile() -> String {
+            let option = arguments[index]
+            let path = value()
+            if path == "-" { fail("\(option) writes a file; give its name, not - (the table goes to standard output)") }
+            return path
+        }
         func integer() -> Int {
             let text = value()
             guard let n = Int(text), n > 0 else { fail("\(arguments[index - 1]) needs a positive whole number, not '\(text)'") }
@@ -115,13 +122,13 @@ enum SandboxMain {
             case "--save-every": options.saveEvery = integer()
             case "--runs": options.runs = integer()
             case "--seed": options.seed = seed()
-            case "--json": jsonPath = value()
+            case "--json": jsonPath = outputFile()
             case "--stacks":
                 switch StackName.parse(value()) {
                 case .success(let presets): options.stacks = presets
                 case .failure(let error): fail("--stacks: \(error)")
                 }
-            case "--html": htmlPath = value()
+            case "--html": htmlPath = outputFile()
             default: fail("unknown option \(arguments[index]); \(usage)")
             }
             index += 1

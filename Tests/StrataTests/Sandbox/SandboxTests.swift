@@ -142,6 +142,10 @@ import Testing
         let badStack = try await run(["shootout", "--stacks", "hybrid,lonely"])
         #expect(badStack.status == 2)
         #expect(badStack.errors.contains("unknown stack 'lonely'"))
+        for option in ["--json", "--html"] {
+            let dash = try await run(["durability", option, "-"])
+            #expect(dash.status == 2 && dash.errors.contains("\(option) writes a file; give its name, not -"), "\(dash.errors)")
+        }
         let extra = try await run(["list", "durability"])
         #expect(extra.status == 2 && extra.errors.contains("list takes no arguments, not 'durability'"), "\(extra.errors)")
     }
