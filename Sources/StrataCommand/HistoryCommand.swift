@@ -8,7 +8,9 @@ enum HistoryCommand {
         summary: "list transactions with author, time and changes",
         help: """
             Lists the transactions after TRANSACTION (all by default) that are still in the
-            journal — compact folds older ones into a checkpoint — oldest first: number, time,
+            journal — compact and migrate fold older ones into a checkpoint, and the listing
+            says which of those asked for are gone (JSON Lines on standard error) — oldest
+            first: number, time,
             author and what changed, as one JSON object per transaction (the default,
             --format jsonl):
             {"transaction":3,"time":"2026-01-01T10:00:00Z","author":"import",
@@ -41,8 +43,15 @@ enum HistoryCommand {
         let checkpoint = store.recovery.checkpoint
         await store.close()
         let out = BufferedLines(output)
-        if format == "text", let checkpoint, since < checkpoint {
-            out.line("(transactions 1–\(checkpoint) were folded into a checkpoint, by a compaction or a migration)")
+        if let checkpoint, since < checkpoint {
+            if format == "text" {
+                out.line("(transactions 1–\(checkpoint) were folded into a checkpoint, by a compaction or a migration)")
+            } else {
+                // Standard output keeps one transaction per line; a script reading from a
+                // transaction before the checkpoint is told, there, what it cannot have.
+                let folded = since + 1 == checkpoint ? "transaction \(checkpoint) was" : "transactions \(since + 1)–\(checkpoint) were"
+                output.errorLine("strata history: note: \(folded) folded into a checkpoint, by a compaction or a migration; the history starts at \(checkpoint + 1)")
+            }
         }
         for record in records {
             let time = Self.time(record.timestamp)

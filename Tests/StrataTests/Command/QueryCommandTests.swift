@@ -192,6 +192,12 @@ import Testing
         #expect(await runTool(["compact", catalog.path]).status == 0)
         let compacted = await runTool(["history", catalog.path, "--format", "text"])
         #expect(compacted.output == "(transactions 1–2 were folded into a checkpoint, by a compaction or a migration)\n", "\(compacted.output)")
+        // In JSON Lines, standard output holds transactions only; the gap is said on standard error.
+        let cursor = await runTool(["history", catalog.path, "--since", "1"])
+        #expect(cursor.status == 0 && cursor.output.isEmpty)
+        #expect(cursor.errors == "strata history: note: transaction 2 was folded into a checkpoint, by a compaction or a migration; the history starts at 3\n", "\(cursor.errors)")
+        #expect(await runTool(["history", catalog.path]).errors.hasPrefix("strata history: note: transactions 1–2 were folded"))
+        #expect(await runTool(["history", catalog.path, "--since", "2"]).errors.isEmpty)
     }
 
     @Test func schemaAsTextDotAndMermaid() async throws {
