@@ -10,9 +10,8 @@ enum HistoryCommand {
             Lists the transactions after TRANSACTION (all by default) that are still in the
             journal — compact and migrate fold older ones into a checkpoint, and the listing
             says which of those asked for are gone (JSON Lines on standard error) — oldest
-            first: number, time,
-            author and what changed, as one JSON object per transaction (the default,
-            --format jsonl):
+            first: number, time, author and what changed, as one JSON object per transaction
+            (the default, --format jsonl):
             {"transaction":3,"time":"2026-01-01T10:00:00Z","author":"import",
              "inserted":["Artist/1"],"updated":{"Album/2":{"title":"New"}},"deleted":[]}
             with the new values of every changed key; --format text is for people. Reads

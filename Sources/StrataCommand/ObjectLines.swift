@@ -65,23 +65,15 @@ struct ObjectLines {
         }
     }
 
-    /// A string as a table cell: one line whatever it holds (line breaks, tabs and other
-    /// control characters written as escapes, as JSON writes them), and `""` when empty, so
-    /// that it is told apart from a nil (an empty cell).
+    /// A string as a table cell: one line whatever it holds (control characters written as
+    /// JSON writes them, ``JSON/controlEscape(_:)``), and `""` when empty, so that it is told
+    /// apart from a nil (an empty cell).
     static func tableText(_ text: String) -> String {
         if text.isEmpty { return "\"\"" }
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        guard text.unicodeScalars.contains(where: { JSON.controlEscape($0) != nil }) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\n": escaped += "\\n"
-            case "\r": escaped += "\\r"
-            case "\t": escaped += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: escaped.unicodeScalars.append(scalar)
-            }
+            if let escape = JSON.controlEscape(scalar) { escaped += escape } else { escaped.unicodeScalars.append(scalar) }
         }
         return escaped
     }

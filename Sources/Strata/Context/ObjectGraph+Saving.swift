@@ -1343,7 +1343,6 @@ extension ObjectGraph {
         }
     }
 
-    /// Registers an object made outside ``insert(entity:)`` (a child's insert being applied).
     /// Tracks a registered object as inserted by a child's save.
     private func adopt(_ object: ManagedObject) {
         setTracking(object)

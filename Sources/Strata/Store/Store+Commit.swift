@@ -178,7 +178,7 @@ struct CommitPlan {
         var droppedRelationships: [DroppedRelationship] = []
         // To-one changes `contextWins` kept over another object theirs gave: that object,
         // the one that lets go of it, the latter's entity and key.
-        var lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
+        var wonToOnes: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
         for update in changes.updated {
             let entity = schema.entityIndex(of: update.id)!
             let properties = schema.entities[entity]
@@ -218,7 +218,7 @@ struct CommitPlan {
                     if properties.relationships[change.index - properties.attributes.count].isToMany {
                         changes[c].value = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
                     } else if case .object(let target) = theirs, change.value != theirs {
-                        lettingGo.append((target, update.id, entity, change.index))
+                        wonToOnes.append((target, update.id, entity, change.index))
                     }
                 }
                 updates.append(RowUpdate(id: update.id, changes: changes))
@@ -262,7 +262,7 @@ struct CommitPlan {
             deletions.append(deletion.id)
         }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
-        if !lettingGo.isEmpty { letGo(lettingGo) }
+        if !wonToOnes.isEmpty { letGo(after: wonToOnes) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
             throw StoreError.conflicting(conflicts, with: "transactions committed since the objects were read",
@@ -345,11 +345,11 @@ struct CommitPlan {
     /// save's own change of that key, or a change added for it. Without this, the save the
     /// policy resolved was refused as an inverse violation. (A required to-one inverse left
     /// empty is refused as a missing value, naming it.)
-    private mutating func letGo(_ lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)]) {
+    private mutating func letGo(after wonToOnes: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)]) {
         var position: [ObjectID: Int] = [:]
         for (i, update) in updates.enumerated() { position[update.id] = i }
         let deleted = Set(deletions)
-        for (target, id, entity, index) in lettingGo where !deleted.contains(target) {
+        for (target, id, entity, index) in wonToOnes where !deleted.contains(target) {
             let relationship = schema.entities[entity].relationships[index - schema.entities[entity].attributes.count]
             let destination = schema.entityIndex(named: relationship.destination)!
             let inverseIndex = schema.entities[destination].propertyIndex(named: relationship.inverse)!

@@ -405,14 +405,22 @@ extension JSON {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
-            default: out.unicodeScalars.append(scalar)
+            default:
+                if let escape = controlEscape(scalar) { out += escape } else { out.unicodeScalars.append(scalar) }
             }
         }
         out += "\""
+    }
+
+    /// How JSON text writes a control character (`\n`, `\r`, `\t`, else `\u00XX`), or `nil`
+    /// for any other character.
+    public static func controlEscape(_ scalar: Unicode.Scalar) -> String? {
+        switch scalar {
+        case "\n": "\\n"
+        case "\r": "\\r"
+        case "\t": "\\t"
+        case _ where scalar.value < 0x20: "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
+        default: nil
+        }
     }
 }
