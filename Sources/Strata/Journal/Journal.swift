@@ -852,6 +852,9 @@ public final class Journal: Sendable {
             }
         } catch {
             io.close(fd)
+            // Nothing refers to the segment yet: removed, the next open finds no torn tail to
+            // report (if removing fails too, that open cuts it as it cuts a crash's).
+            try? io.remove(segmentPath)
             throw StoreError(.io, "writing a new journal segment failed: \(error)", path: segmentPath, underlying: error)
         }
         return (Segment(firstTransaction: firstTransaction, path: segmentPath), fd, Int64(writer.count))

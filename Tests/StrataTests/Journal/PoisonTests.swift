@@ -157,4 +157,33 @@ import Darwin
         #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
         try await Self.expectReopen(rig.memory, acked: 4, written: 4)
     }
+
+    /// The disk fills while the journal rolls: the new segment's header cannot be written.
+    /// The journal is poisoned, as after any failed write, and the empty segment is
+    /// removed, so that reopening finds no torn tail to report and cut.
+    @Test func aSegmentWhoseHeaderCannotBeWrittenIsRemoved() async throws {
+        let rig = try Rig(segmentSize: segmentPreambleSize + 1)
+        let journal = rig.journal
+        try await rig.append(1...3)
+        await rig.settle()
+
+        // Appending 4 writes its record; then the roll writes the new segment's header.
+        let index = rig.faults.callCount(of: .write) + 1
+        rig.faults.inject(.init(callIndex: index, kind: .error(ENOSPC), persistence: .forever, operations: [.write]))
+        try await rig.append(4...4)
+        await rig.settle()
+        #expect(journal.failure?.underlying?.errno == ENOSPC)
+        await Self.expectRefusal(journal, next: 5)
+        await journal.close()
+        let unborn = StoreLayout.join(storePath, StoreLayout.segmentName(firstTransaction: 5))
+        #expect(rig.memory.contents(of: unborn) == nil, "the segment whose header failed was left behind")
+
+        rig.faults.clearFaults()
+        var state = ReplayedState()
+        let reopened = try Journal.open(at: storePath, configuration: .init(fileIO: rig.memory), replayingInto: &state)
+        #expect(state == Self.history.model(4))
+        #expect(reopened.recovery.tornTail == nil, "\(String(describing: reopened.recovery.tornTail))")
+        #expect(reopened.recovery.removedFiles.isEmpty, "\(reopened.recovery.removedFiles)")
+        await reopened.close()
+    }
 }
