@@ -7,6 +7,11 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// Refuse the save with a report of every conflicting object and key. The default.
     case error
     /// Keep the committed value for every conflicting key; our other changes are saved.
+    ///
+    /// A to-many relationship both sides changed is merged element by element (the objects
+    /// each side added or removed), as under ``contextWins``: each member stands for the
+    /// other side's to-one, which only one side set (an album ours inserted into an artist
+    /// another transaction gave another album keeps both).
     case storeWins
     /// Save our value for every conflicting key; their changes to other keys are kept.
     ///

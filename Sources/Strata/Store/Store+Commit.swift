@@ -223,12 +223,28 @@ struct CommitPlan {
                 }
                 updates.append(RowUpdate(id: update.id, changes: changes))
             case .storeWins:
-                let kept = update.changes.filter { !conflicting.contains($0.index) }
-                if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
-                for change in update.changes where conflicting.contains(change.index) && change.index >= properties.attributes.count {
-                    droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
-                                                                    ours: change.value, theirs: current.values[change.index]))
+                // Their value of each key both changed, except to-many lists, which merge
+                // element by element as under `contextWins` (each member stands for the other
+                // side's to-one: an album ours inserted into an artist that theirs gave
+                // another album kept its artist, and the save was refused as an inverse
+                // violation).
+                var kept: [PropertyChange] = []
+                for change in update.changes {
+                    guard conflicting.contains(change.index) else {
+                        kept.append(change)
+                        continue
+                    }
+                    guard change.index >= properties.attributes.count else { continue }
+                    let theirs = current.values[change.index]
+                    if properties.relationships[change.index - properties.attributes.count].isToMany {
+                        let merged = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
+                        if merged != theirs { kept.append(PropertyChange(index: change.index, value: merged)) }
+                    } else {
+                        droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
+                                                                        ours: change.value, theirs: theirs))
+                    }
                 }
+                if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
             case .rollback:
                 if objectConflicts.isEmpty {
                     updates.append(RowUpdate(id: update.id, changes: update.changes))

@@ -402,3 +402,34 @@ extension ContextMergeTests {
         await p.close()
     }
 }
+
+extension ContextMergeTests {
+    /// Each context inserts an album into the same artist; the second saves under
+    /// `storeWins` without having merged the first's save. The artist's list both changed
+    /// is merged: both albums keep their artist, and the second context shows both. (The
+    /// store kept its list alone, and the save was refused as an inverse violation: the
+    /// album inserted refers to the artist, which did not list it.)
+    @Test("storeWins: two contexts each insert an album into one artist; both albums stay", arguments: [false, true])
+    func storeWinsKeepsBothInsertsIntoOneList(separateCoordinators: Bool) async throws {
+        let p = try Pair(separateCoordinators: separateCoordinators)
+        let o = try await seedSongbook(p.store)
+        for (context, id) in [(p.a, 20), (p.b, 21)] {
+            await context.perform { c in
+                let album = c.insert(Album.self)
+                album.albumID = id
+                album.title = "Inserted by " + c.name
+                album.artist = c.object(with: o.a2, as: Artist.self)
+            }
+        }
+        try await p.a.save()
+        let resolved = try await p.b.saveResolvingConflicts(mergePolicy: .storeWins).resolved
+        #expect(resolved.map(\.key) == ["albums"], "\(resolved)")
+        let g = p.store.currentGeneration
+        let listed = Set(g.value(o.a2, "albums")?.referencedObjects ?? [])
+        #expect(listed.count == 2, "\(listed)")
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        let shown = await p.b.perform { c in Set(c.object(with: o.a2, as: Artist.self).albums.map(\.objectID)) }
+        #expect(shown == listed, "the saving context shows the artist's albums as the store lists them")
+        await p.close()
+    }
+}
