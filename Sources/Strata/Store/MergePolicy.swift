@@ -29,6 +29,9 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// changed them, theirs elsewhere), so that both sides of every pair stay in step.
     case overwrite
     /// Drop all our changes to an object that has a conflict; save the rest.
+    ///
+    /// A to-many relationship both sides changed is merged element by element, as under
+    /// ``storeWins``, and is not alone a reason to drop the object's changes.
     case rollback
 }
 

@@ -207,47 +207,49 @@ struct CommitPlan {
                 }
             }
             conflicts += objectConflicts
+            // A to-many list both sides changed merges element by element under every policy
+            // but `error` and `overwrite`, as in contexts: each member stands for the other
+            // side's to-one, which only one side set. (Kept per key, an album ours inserted
+            // into an artist another transaction had given an album pointed at an artist
+            // that did not list it, and the save was refused as an inverse violation.) Such a
+            // list alone does not make `rollback` drop the object's changes.
+            func isToMany(_ index: Int) -> Bool {
+                index >= properties.attributes.count && properties.relationships[index - properties.attributes.count].isToMany
+            }
+            /// The changes with every conflicting list merged; a merged list the store holds
+            /// already is left out.
+            func mergingLists() -> [PropertyChange] {
+                update.changes.compactMap { change in
+                    guard conflicting.contains(change.index), isToMany(change.index) else { return change }
+                    let theirs = current.values[change.index]
+                    let merged = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
+                    return merged == theirs ? nil : PropertyChange(index: change.index, value: merged)
+                }
+            }
             switch policy {
             case .error:
                 updates.append(RowUpdate(id: update.id, changes: update.changes))
             case .contextWins:
-                var changes = update.changes
-                for (c, change) in changes.enumerated()
-                where conflicting.contains(change.index) && change.index >= properties.attributes.count {
-                    let theirs = current.values[change.index]
-                    if properties.relationships[change.index - properties.attributes.count].isToMany {
-                        changes[c].value = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
-                    } else if case .object(let target) = theirs, change.value != theirs {
+                for change in update.changes where conflicting.contains(change.index) && change.index >= properties.attributes.count {
+                    if !isToMany(change.index), case .object(let target) = current.values[change.index], change.value != current.values[change.index] {
                         wonToOnes.append((target, update.id, entity, change.index))
                     }
                 }
-                updates.append(RowUpdate(id: update.id, changes: changes))
+                let changes = mergingLists()
+                if !changes.isEmpty { updates.append(RowUpdate(id: update.id, changes: changes)) }
             case .storeWins:
-                // Their value of each key both changed, except to-many lists, which merge
-                // element by element as under `contextWins` (each member stands for the other
-                // side's to-one: an album ours inserted into an artist that theirs gave
-                // another album kept its artist, and the save was refused as an inverse
-                // violation).
-                var kept: [PropertyChange] = []
-                for change in update.changes {
-                    guard conflicting.contains(change.index) else {
-                        kept.append(change)
-                        continue
-                    }
-                    guard change.index >= properties.attributes.count else { continue }
-                    let theirs = current.values[change.index]
-                    if properties.relationships[change.index - properties.attributes.count].isToMany {
-                        let merged = Value.mergedList(base: update.baseValues[change.index], ours: change.value, theirs: theirs)
-                        if merged != theirs { kept.append(PropertyChange(index: change.index, value: merged)) }
-                    } else {
-                        droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
-                                                                        ours: change.value, theirs: theirs))
-                    }
-                }
+                // Their value of every other key both changed.
+                let kept = mergingLists().filter { !conflicting.contains($0.index) || isToMany($0.index) }
                 if !kept.isEmpty { updates.append(RowUpdate(id: update.id, changes: kept)) }
+                for change in update.changes
+                where conflicting.contains(change.index) && change.index >= properties.attributes.count && !isToMany(change.index) {
+                    droppedRelationships.append(DroppedRelationship(id: update.id, entity: entity, index: change.index,
+                                                                    ours: change.value, theirs: current.values[change.index]))
+                }
             case .rollback:
-                if objectConflicts.isEmpty {
-                    updates.append(RowUpdate(id: update.id, changes: update.changes))
+                if conflicting.allSatisfy(isToMany) {
+                    let changes = mergingLists()
+                    if !changes.isEmpty { updates.append(RowUpdate(id: update.id, changes: changes)) }
                 } else {
                     // Every change of the object is dropped, its relationship changes too.
                     for change in update.changes where change.index >= properties.attributes.count && change.index < properties.propertyCount {

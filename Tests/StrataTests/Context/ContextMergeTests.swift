@@ -404,13 +404,15 @@ extension ContextMergeTests {
 }
 
 extension ContextMergeTests {
-    /// Each context inserts an album into the same artist; the second saves under
-    /// `storeWins` without having merged the first's save. The artist's list both changed
-    /// is merged: both albums keep their artist, and the second context shows both. (The
-    /// store kept its list alone, and the save was refused as an inverse violation: the
-    /// album inserted refers to the artist, which did not list it.)
-    @Test("storeWins: two contexts each insert an album into one artist; both albums stay", arguments: [false, true])
-    func storeWinsKeepsBothInsertsIntoOneList(separateCoordinators: Bool) async throws {
+    /// Each context inserts an album into the same artist; the second saves under a policy
+    /// that resolves conflicts, without having merged the first's save. The artist's list
+    /// both changed is merged: both albums keep their artist, and the second context shows
+    /// both. (Under `storeWins` and `rollback` the store kept its list alone, and the save
+    /// was refused as an inverse violation: the album inserted refers to the artist, which
+    /// did not list it.)
+    @Test("two contexts each insert an album into one artist; both albums stay",
+          arguments: [MergePolicy.storeWins, .rollback, .contextWins], [false, true])
+    func insertsIntoOneListBothStay(policy: MergePolicy, separateCoordinators: Bool) async throws {
         let p = try Pair(separateCoordinators: separateCoordinators)
         let o = try await seedSongbook(p.store)
         for (context, id) in [(p.a, 20), (p.b, 21)] {
@@ -422,7 +424,7 @@ extension ContextMergeTests {
             }
         }
         try await p.a.save()
-        let resolved = try await p.b.saveResolvingConflicts(mergePolicy: .storeWins).resolved
+        let resolved = try await p.b.saveResolvingConflicts(mergePolicy: policy).resolved
         #expect(resolved.map(\.key) == ["albums"], "\(resolved)")
         let g = p.store.currentGeneration
         let listed = Set(g.value(o.a2, "albums")?.referencedObjects ?? [])

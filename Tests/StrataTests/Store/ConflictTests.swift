@@ -171,7 +171,7 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
                 return .committed([o.x: ["artist": .object(o.a3)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([])],
                                    o.a3: ["albums": .objects([o.x])]], writes: true)
             // Lists both sides changed are merged element by element: both albums stay.
-            case (.toManyBothAdd, .contextWins), (.toManyBothAdd, .storeWins):
+            case (.toManyBothAdd, .contextWins), (.toManyBothAdd, .storeWins), (.toManyBothAdd, .rollback):
                 return .committed([o.a2: ["albums": .objects([o.y, o.z])], o.y: ["artist": .object(o.a2)], o.z: ["artist": .object(o.a2)]],
                                   writes: true)
             // Merging one side of a relationship pair per key breaks the pair: refused, never saved.
