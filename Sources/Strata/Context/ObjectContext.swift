@@ -92,6 +92,15 @@ public actor ObjectContext {
             changes.finish()
             conflicts.finish()
         }
+        if link.executor == .main {
+            // Objects of a `.main` context are main-actor objects that UI code changes
+            // directly, outside any turn of work: their changes are processed once the
+            // main-actor job that made them ends, as Core Data's view context processes them
+            // at the end of the run loop's turn.
+            graph.scheduleProcessing = { [weak self] in
+                Task { @MainActor in await self?.processPendingChanges() }
+            }
+        }
     }
 
     isolated deinit {
@@ -130,7 +139,11 @@ public actor ObjectContext {
     /// cannot await.) Keep each set of changes that must be seen whole free of `await`s, or
     /// save from within `body` once they are made.
     public func perform<T: Sendable>(_ body: @Sendable (isolated ObjectContext) async throws -> T) async rethrows -> T {
-        defer { processPendingChanges() }
+        graph.turnDepth += 1
+        defer {
+            graph.turnDepth -= 1
+            processPendingChanges()
+        }
         return try await body(self)
     }
 
@@ -149,6 +162,14 @@ public actor ObjectContext {
     ///     }
     /// }
     /// ```
+    /// Objects kept so may be read and changed directly on the main actor; changes made
+    /// outside any turn of work are processed once the main actor's current job ends (as
+    /// Core Data's view context processes them at the end of the run loop's turn), or at
+    /// the next `performAndWait`, whichever comes first. The compiler treats `body` as the
+    /// context's isolation, not the main actor's, and refuses to let it capture a kept
+    /// object: pass the object's ``ManagedObject/objectID`` instead and look it up with
+    /// ``object(with:)``.
+    ///
     /// Traps for a private-queue context (use ``perform(_:)``), and (in `assumeIsolated`)
     /// when called off the main actor.
     public nonisolated func performAndWait<T>(_ body: (isolated ObjectContext) throws -> T) rethrows -> sending T {
@@ -158,7 +179,11 @@ public actor ObjectContext {
         let made = try withoutActuallyEscaping(body) { body throws -> MainActorValue<T> in
             nonisolated(unsafe) let body = body
             return try assumeIsolated { context in
-                defer { context.processPendingChanges() }
+                context.graph.turnDepth += 1
+                defer {
+                    context.graph.turnDepth -= 1
+                    context.processPendingChanges()
+                }
                 return MainActorValue(value: try body(context))
             }
         }
@@ -166,8 +191,11 @@ public actor ObjectContext {
         return value
     }
 
-    /// Posts objects-did-change for the changes since the last call, and publishes the
-    /// pending changes to child contexts. Called at the end of every turn of work.
+    /// Posts objects-did-change for the changes since the last call, brings live results up
+    /// to date, and publishes the pending changes to child contexts. Called at the end of
+    /// every turn of work (``perform(_:)``, ``performAndWait(_:)``, a save, a merge, a
+    /// rollback), and, for a `.main` context's objects changed directly on the main actor,
+    /// once the main actor's job that changed them ends.
     public func processPendingChanges() {
         let notification = graph.takePendingNotification()
         link.measure(.processPendingChanges, objects: { (_: Void) in notification.updated.count + notification.inserted.count }) {

@@ -36,6 +36,13 @@ final class ObjectGraph {
     private var layerNeedsPublishing = false
     /// What changed since the last objects-did-change notification.
     var pendingNotification = ObjectsDidChange()
+    /// How many turns of work (`perform`, `performAndWait`) are running in the context.
+    var turnDepth = 0
+    /// Set by a `.main` context: asks for its pending changes to be processed once the
+    /// current main-actor job ends.
+    var scheduleProcessing: (@Sendable () -> Void)?
+    /// Whether processing has been asked for and has not run since.
+    private var processingScheduled = false
     /// The value each key reported updated had when first set in this turn: a key set back
     /// to it by the end of the turn changed nothing anyone saw, and is not reported.
     private var shownBeforeTurn: [ObjectID: [Int: Value]] = [:]
@@ -309,6 +316,15 @@ final class ObjectGraph {
 
     func emptyValues(of entity: Int) -> [Value] { emptyRows[entity] }
 
+    /// A change made outside any turn of work — a main-actor object changed directly —
+    /// is processed (notified, shown to live results and children) once the current
+    /// main-actor job ends; the context asks for that once until it has run.
+    private func scheduleProcessingOnce() {
+        guard !processingScheduled, let scheduleProcessing else { return }
+        processingScheduled = true
+        scheduleProcessing()
+    }
+
     func insert(entity: Int) -> ManagedObject {
         precondition(!isTornDown, "insert: the context was discarded")
         let id = link.allocateObjectID(entity: entity)
@@ -430,6 +446,7 @@ final class ObjectGraph {
     /// Sets a value after checking its type; relationships keep their inverses in step.
     func write(_ object: ManagedObject, index: Int, value: Value) throws(StoreError) {
         checkAlive(object)
+        if turnDepth == 0 { scheduleProcessingOnce() }
         load(object)
         if object.mayReappear { reviveIfPresent(object) }
         let layout = schema.layout.entities[object.entityIndex]
@@ -742,6 +759,7 @@ final class ObjectGraph {
     /// The changes to post at the end of a turn, less keys set back to the value they had
     /// when the turn began; starts the next turn's.
     func takePendingNotification() -> ObjectsDidChange {
+        processingScheduled = false
         var notification = pendingNotification
         pendingNotification = ObjectsDidChange()
         for (id, keys) in notification.updated {

@@ -347,4 +347,32 @@ import Testing
         #expect(f.generation.value(id, "name") == .string("Main"))
         await f.close()
     }
+
+    /// An object of a `.main` context changed directly on the main actor, outside any turn
+    /// of work, as UI code changes one it keeps: the change is processed once the main
+    /// actor's job ends — objects-did-change is posted and live results move the object —
+    /// as a Core Data view context processes it at the end of the run loop's turn. (Nothing
+    /// was posted until the next `perform`, and the results kept the old order.)
+    @Test("a main-actor object changed directly is processed once the main actor's job ends")
+    @MainActor func directChangeOnTheMainActor() async throws {
+        let f = try ContextFixture(.mainRoot)
+        let results = try f.context.performAndWait { c in
+            for (number, name) in [(1, "A"), (2, "B"), (3, "C")] {
+                let artist = c.insert(Artist.self)
+                artist.artistID = number
+                artist.name = name
+            }
+            return try c.fetchedResults(Artist.self, request: FetchRequest(entity: "Artist", sortBy: [SortKey("name")]))
+        }
+        var diffs = 0
+        results.onChange = { _ in diffs += 1 }
+        let changes = f.context.objectsDidChange()
+        let first = results.objects[0]
+        first.name = "Z"
+        let change = await firstElement(of: changes, timeout: .seconds(10))
+        #expect(change?.updated[first.objectID] == ["name"], "\(String(describing: change))")
+        #expect(diffs == 1)
+        #expect(results.objects.map(\.name) == ["B", "C", "Z"])
+        await f.close()
+    }
 }
