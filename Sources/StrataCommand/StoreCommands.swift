@@ -8,8 +8,8 @@ enum StoreCommands {
         summary: "create an empty store with a model file's schema",
         help: """
             Creates the store directory STORE (it must not exist, or be empty) with the schema
-            read from MODEL.json (the model-file format). The store records its schema, so no
-            other command needs the model file.
+            read from MODEL.json (a schema as JSON; docs/FORMATS.md lists its keys). The store
+            records its schema, so no other command needs the model file.
 
             example:
               strata create songs.strata --model Songbook.json

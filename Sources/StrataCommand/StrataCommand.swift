@@ -69,6 +69,16 @@ public enum StrataCommand {
                 out.standard("usage: \(command.usage)\n\n\(command.help)\n")
                 return 0
             }
+            // The two commands the list shows beside the others.
+            switch arguments[1] {
+            case "help":
+                out.standard("usage: strata help [COMMAND]\n\nWithout COMMAND, lists the commands; with one, explains it (as `strata COMMAND --help`).\n")
+                return 0
+            case "version":
+                out.standard("usage: strata version\n\nPrints the tool's version (as `strata --version`).\n")
+                return 0
+            default: break
+            }
             out.errorLine("strata help: unknown command '\(arguments[1])'; run `strata help` for the commands")
             return 2
         case "version", "--version":

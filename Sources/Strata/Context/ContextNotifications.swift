@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// for await save in importContext.didSave() {
-///     await viewContext.perform { context in context.merge(save) }
+///     await viewContext.perform { context in _ = context.merge(save) }
 /// }
 /// ```
 public struct DidSave: Sendable, Hashable {
@@ -128,8 +128,15 @@ public struct ObjectsDidChange: Sendable, Hashable {
 /// executor (the main actor, for a `.main` context), and how many objects it touched.
 ///
 /// ```swift
+/// // The observer is called on the contexts' threads: what it adds up needs a lock.
+/// final class Meter: @unchecked Sendable {  // `lock` protects `busy`
+///     private let lock = NSLock()
+///     private var busy = Duration.zero
+///     func add(_ duration: Duration) { lock.withLock { busy += duration } }
+/// }
+/// let mainActorBusy = Meter()
 /// let coordinator = Coordinator(store: store, observer: { event in
-///     if event.executor == .main { mainActorBusy += event.duration }
+///     if event.executor == .main { mainActorBusy.add(event.duration) }
 /// })
 /// ```
 public struct ContextEvent: Sendable, Hashable {

@@ -100,8 +100,10 @@ open class ManagedObject {
         self.entityIndex = token.entityIndex
     }
 
-    /// Called once when the object is inserted (not when it is loaded or migrated): set
-    /// defaults that depend on code here. Call `super`.
+    /// Called once when the object is inserted — in a context, and for every object a
+    /// migration creates when its plan is given the model classes (the transform's values
+    /// win over those it sets) — not when it is loaded: set defaults that depend on code
+    /// here. Call `super`.
     open func awakeFromInsert() {}
 
     /// Custom validation, run for every inserted or changed object when it is saved (to a

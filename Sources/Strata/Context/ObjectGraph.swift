@@ -205,7 +205,10 @@ final class ObjectGraph {
         // Known classes are found by identity: `entityName` makes a string (from the type's
         // name, unless overridden) each time it is asked.
         if let entity = registeredClasses[ObjectIdentifier(type)] { return entity }
-        let entity = entityIndex(named: type.entityName)
+        guard let entity = schema.entityIndex(named: type.entityName) else {
+            preconditionFailure("\(type) models entity \"\(type.entityName)\", which schema \"\(schema.name)\" does not have (its entities are \(schema.entities.map(\.name))); "
+                                + "override `class var entityName` in \(type) to name the entity it models")
+        }
         if let existing = modelClass(for: entity), existing != type {
             preconditionFailure("entity \"\(type.entityName)\" is already modelled by \(existing) in this context; one class per entity")
         }

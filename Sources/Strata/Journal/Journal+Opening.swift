@@ -313,8 +313,16 @@ struct StoreReplay {
                 throw corrupted("the stored schema does not match the header's fingerprint", path: path, offset: Int64(afterHeader))
             }
             if let expected, expected.fingerprint != stored.fingerprint {
+                let advice =
+                    if expected.version > stored.version {
+                        "migrate the store to the new schema (a MigrationPlan, or `strata migrate STORE --model NEW-MODEL.json`)"
+                    } else if expected.version < stored.version {
+                        "the store is newer than the schema given: open it with its own schema (version \(stored.version)) or a later one (a store is never migrated back)"
+                    } else {
+                        "the two schemas differ but both say version \(stored.version): give the changed schema a higher version, then migrate the store to it"
+                    }
                 throw StoreError(.schemaMismatch,
-                                 "the store was written with schema \"\(stored.name)\" version \(stored.version) (fingerprint \(stored.fingerprint)), not the schema given (\"\(expected.name)\" version \(expected.version), fingerprint \(expected.fingerprint)); migrate the store to the new schema",
+                                 "the store was written with schema \"\(stored.name)\" version \(stored.version) (fingerprint \(stored.fingerprint)), not the schema given (\"\(expected.name)\" version \(expected.version), fingerprint \(expected.fingerprint)); \(advice)",
                                  path: path)
             }
             schema = stored

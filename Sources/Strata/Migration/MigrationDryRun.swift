@@ -7,7 +7,7 @@ import Foundation
 /// ```swift
 /// let dryRun = try await plan.dryRun(storeAt: path)
 /// print(dryRun)
-/// // dry run of /data/songs.strata: schema "Songbook" version 1 → 3 in 2 step(s); nothing was written
+/// // dry run of /data/songs.strata: schema version 1 → 3 in 2 step(s); nothing was written
 /// // objects: Artist 3, Album 4, Song 10
 /// // step 1: Songbook 1 → 2 (inferred)
 /// //   Song.rating: added (default 0)

@@ -2,8 +2,8 @@
 /// and the schema difference that caused it — never just "the models do not match".
 ///
 /// ```
-/// validationFailed: step Songbook 2 → 3 (custom): Song/7.isrc: unique value "GBAYE0601498" is also used by Song/3
-/// (caused by Song.isrc: made unique (checked by validation)); the store was not changed
+/// validationFailed: step Songbook 2 → 3 (custom): Song/7.isrc: unique value "GBAYE0601498" is also used by Song/3;
+/// the store was not changed (caused by Song.isrc: made unique (checked by validation))
 /// ```
 public struct MigrationError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure. New codes may be added; match the ones you handle.

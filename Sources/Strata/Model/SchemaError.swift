@@ -1,7 +1,7 @@
 /// A schema that cannot be used, naming the entity and property at fault.
 ///
 /// ```
-/// schema "Songbook": entity "Album", relationship "artist": inverse "albums" on "Artist" points back to "Song", not "Album"
+/// schema "Songbook", entity "Album", property "artist": the inverse "Artist.albums" points back to "Song.artist", not "Album.artist"
 /// ```
 public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The model file, when the schema was read from one.

@@ -57,6 +57,11 @@ func runTool(_ arguments: [String]) async -> (status: Int32, output: String, err
         let create = await runTool(["help", "create"])
         #expect(create.output.hasPrefix("usage: strata create STORE --model MODEL.json"))
         #expect(create.output.contains("example:"))
+        // The two commands the list shows beside the others are explained too.
+        for listed in ["help", "version"] {
+            let help = await runTool(["help", listed])
+            #expect(help.status == 0 && help.output.hasPrefix("usage: strata \(listed)") && help.errors.isEmpty, "\(listed): \(help.errors)")
+        }
     }
 
     @Test func usageErrorsExitTwoWithTheUsageLine() async {

@@ -116,4 +116,19 @@ import Darwin
 /// test run on the main actor, which is what keeps the access serial.
 final class UncheckedBox: @unchecked Sendable {
     var object: ManagedObject?
+
+    /// A model class whose name is no entity of the schema (a class named apart from its
+    /// entity, as `SongMO`) traps naming the class, the entity it models and the way to map
+    /// it (it named only the entity, and not what to do).
+    @Test("a model class of no entity traps, naming the class and entityName")
+    func classOfNoEntityTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            final class Tune: ManagedObject {}
+            let f = try! ContextFixture(.root)
+            await f.context.perform { c in _ = c.insert(Tune.self) }
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("Tune models entity \"Tune\", which schema \"Songbook\" does not have"), "\(stderr.suffix(600))")
+        #expect(stderr.contains("override `class var entityName` in Tune"), "\(stderr.suffix(600))")
+    }
 }
