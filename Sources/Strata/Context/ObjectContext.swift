@@ -368,7 +368,8 @@ public actor ObjectContext {
 
     /// Every save of this context from now on (to the store or to its parent). Like
     /// ``objectsDidChange()`` and ``mergeConflicts()``, the stream ends when the store
-    /// closes or the context goes away.
+    /// closes or the context goes away, and keeps what it has not delivered — a save to the
+    /// store, the generation it made: read it, or let it go.
     public nonisolated func didSave() -> AsyncStream<DidSave> { saves.subscribe() }
 
     /// Objects-did-change notifications of this context from now on.

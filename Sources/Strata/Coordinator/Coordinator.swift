@@ -84,7 +84,9 @@ public actor Coordinator {
     }
 
     /// Every transaction committed through this coordinator from now on, in order; the
-    /// stream ends when the store closes or the coordinator goes away.
+    /// stream ends when the store closes or the coordinator goes away. Like
+    /// ``Store/commits()``, it keeps what it has not delivered, generations included: read
+    /// it, or let it go.
     public nonisolated func didSave() -> AsyncStream<CommitNotification> { saves.subscribe() }
 
     // MARK: - Fetching against a pinned generation

@@ -237,6 +237,10 @@ public final class Store: Sendable {
     /// A stream of every transaction committed from now on, in order, each delivered once
     /// its generation is published. It ends when the store is closed (at once if it already
     /// is), or goes away unclosed.
+    ///
+    /// The stream keeps every notification until it is read, and each notification the
+    /// generation its commit made: a stream held and not read keeps every later generation
+    /// alive (about 2 KB a small commit). Read it, or let it go.
     public func commits() -> AsyncStream<CommitNotification> {
         subscribers.subscribe()
     }
