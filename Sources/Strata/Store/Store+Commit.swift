@@ -176,9 +176,9 @@ struct CommitPlan {
         let policy = changes.mergePolicy
         var conflicts: [Conflict] = []
         var droppedRelationships: [DroppedRelationship] = []
-        // To-one changes `contextWins` kept over another object theirs gave: that object,
-        // the one that lets go of it, the latter's entity and key.
-        var wonToOnes: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
+        // Objects that must let go of another (see `letGo(of:)`): the target, the object
+        // it lets go of, the latter's entity and key.
+        var lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
         for update in changes.updated {
             let entity = schema.entityIndex(of: update.id)!
             let properties = schema.entities[entity]
@@ -232,7 +232,7 @@ struct CommitPlan {
             case .contextWins:
                 for change in update.changes where conflicting.contains(change.index) && change.index >= properties.attributes.count {
                     if !isToMany(change.index), case .object(let target) = current.values[change.index], change.value != current.values[change.index] {
-                        wonToOnes.append((target, update.id, entity, change.index))
+                        lettingGo.append((target, update.id, entity, change.index))
                     }
                 }
                 let changes = mergingLists()
@@ -276,11 +276,20 @@ struct CommitPlan {
                     kept.append((deletion.id, entity, current.values))
                     continue
                 }
+                if policy != .error {
+                    // The deletion wins: what the object refers to now lets go of it, where
+                    // its rule is `nullify` (this save let go of what it knew of).
+                    let properties = schema.entities[entity]
+                    for (offset, relationship) in properties.relationships.enumerated() where relationship.deleteRule == .nullify {
+                        let index = properties.attributes.count + offset
+                        for target in Self.targets(current.values[index]) { lettingGo.append((target, deletion.id, entity, index)) }
+                    }
+                }
             }
             deletions.append(deletion.id)
         }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
-        if !wonToOnes.isEmpty { letGo(after: wonToOnes) }
+        if !lettingGo.isEmpty { letGo(of: lettingGo) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
             throw StoreError.conflicting(conflicts, with: "transactions committed since the objects were read",
@@ -357,17 +366,25 @@ struct CommitPlan {
         }
     }
 
-    /// To-one changes `contextWins` kept over another object theirs gave (an album ours
-    /// moved to one artist and theirs to another): the object theirs gave lets go of it in
-    /// the inverse — what the other transaction set there along with its side — as this
-    /// save's own change of that key, or a change added for it. Without this, the save the
-    /// policy resolved was refused as an inverse violation. (A required to-one inverse left
-    /// empty is refused as a missing value, naming it.)
-    private mutating func letGo(after wonToOnes: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)]) {
+    /// Objects that must let go of another in a relationship's inverse — a target and the
+    /// object it refers to, with the latter's entity and key:
+    ///
+    /// - To-one changes `contextWins` kept over another object theirs gave (an album ours
+    ///   moved to one artist and theirs to another): the object theirs gave lets go of it in
+    ///   the inverse — what the other transaction set there along with its side.
+    /// - Deletions `contextWins` or `overwrite` made of objects another transaction changed:
+    ///   the objects that transaction related to the deleted one (a song ours deletes that
+    ///   theirs moved to another album) let go of it, as the deletion's `nullify` rule does
+    ///   in a context.
+    ///
+    /// Each lets go as this save's own change of that key, or a change added for it. Without
+    /// this, the save the policy resolved was refused as an inverse violation. (A required
+    /// to-one inverse left empty is refused as a missing value, naming it.)
+    private mutating func letGo(of pairs: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)]) {
         var position: [ObjectID: Int] = [:]
         for (i, update) in updates.enumerated() { position[update.id] = i }
         let deleted = Set(deletions)
-        for (target, id, entity, index) in wonToOnes where !deleted.contains(target) {
+        for (target, id, entity, index) in pairs where !deleted.contains(target) {
             let relationship = schema.entities[entity].relationships[index - schema.entities[entity].attributes.count]
             let destination = schema.entityIndex(named: relationship.destination)!
             let inverseIndex = schema.entities[destination].propertyIndex(named: relationship.inverse)!

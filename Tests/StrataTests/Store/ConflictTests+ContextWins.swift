@@ -58,3 +58,41 @@ extension ConflictTests {
         #expect(Value.mergedList(base: .objects([ids[0]]), ours: .objects([]), theirs: .objects([ids[0]])) == .objects([]))
     }
 }
+
+extension ConflictTests {
+    /// A song ours deletes, which another transaction moved to another album meanwhile:
+    /// under `contextWins` and `overwrite` the deletion wins, and the album theirs gave the
+    /// song lets go of it, as the deletion's `nullify` rule does in a context. (The save was
+    /// refused as an inverse violation: the album listed the deleted song.)
+    @Test("a deletion that wins over a move lets the new album go of the song", arguments: [MergePolicy.contextWins, .overwrite])
+    func winningDeletionLetsTheirTargetGo(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let albums = store.allocateObjectIDs(for: "Album", count: 2)
+        let songs = store.allocateObjectIDs(for: "Song", count: 2)
+        try await store.commit(ChangeSet(author: "setup", inserted: [
+            Songbook.album(albums[0], albumID: 1, songs: songs),
+            Songbook.album(albums[1], albumID: 2),
+            Songbook.song(songs[0], songID: StoreTesting.uuid(1), album: albums[0]),
+            Songbook.song(songs[1], songID: StoreTesting.uuid(2), album: albums[0]),
+        ]))
+        let base = store.currentGeneration
+        // Theirs moves the second song to the second album.
+        try await store.commit(ChangeSet(author: "theirs", updated: [
+            base.update(songs[1], ["album": .object(albums[1])]), base.update(albums[0], ["songs": .objects([songs[0]])]),
+            base.update(albums[1], ["songs": .objects([songs[1]])]),
+        ]))
+        // Ours deletes it, letting go of it where it was.
+        let ours = ChangeSet(author: "ours", updated: [base.update(albums[0], ["songs": .objects([songs[0]])])],
+                             deleted: [base.deletion(songs[1])], mergePolicy: policy)
+        let result = try await store.commit(ours)
+        #expect(result.resolvedConflicts.contains { $0.object == songs[1] && $0.key == nil }, "\(result.resolvedConflicts)")
+        let g = store.currentGeneration
+        #expect(g.object(songs[1]) == nil)
+        #expect(g.value(albums[1], "songs") == .objects([]), "the album theirs gave the song still lists it")
+        #expect(g.value(albums[0], "songs") == .objects([songs[0]]))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        await store.close()
+    }
+}
