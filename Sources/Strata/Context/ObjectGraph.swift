@@ -105,9 +105,19 @@ final class ObjectGraph {
         newRows = schema.entities.map(\.newObjectValues)
     }
 
+    /// Tells the store that the numbers of these inserted objects, let go of unsaved, will
+    /// never be inserted (``Store/retire(_:)``) — except those of objects a save in flight
+    /// is taking to the parent or the store.
+    private func retireNumbers(of ids: some Collection<ObjectID>) {
+        guard !ids.isEmpty else { return }
+        let retired = ids.filter { registered[$0]?.keysSetDuringSave == nil }
+        link.coordinator.store.retire(retired)
+    }
+
     /// Breaks the cycle between the graph and its objects when the context goes away.
     func tearDown() {
         isTornDown = true
+        retireNumbers(of: inserted)
         registered = [:]
         inserted = []
         updated = []
@@ -659,6 +669,7 @@ final class ObjectGraph {
         touch(object)
         if wasInserted {
             inserted.remove(object.objectID)
+            retireNumbers(of: [object.objectID])
             object.lifecycle = .discarded
             // Announced as inserted in an earlier turn: announce its deletion too, so that
             // live results and observers let go of it.
@@ -954,6 +965,7 @@ final class ObjectGraph {
             object.changedKeys = []
             unpublished.insert(object.objectID)
         }
+        retireNumbers(of: inserted)
         registered = [:]
         inserted = []
         updated = []
@@ -973,6 +985,7 @@ final class ObjectGraph {
     /// objects get the values they were read with; inserted ones are removed.
     func rollback() {
         unappliedWrites = []
+        retireNumbers(of: inserted)
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:

@@ -213,6 +213,25 @@ public final class Store: Sendable {
         }
     }
 
+    /// Forgets numbers handed out that will never be inserted — those of objects a context
+    /// inserted and let go of unsaved (rolled back, reset, deleted, or gone with the
+    /// context) — so that what the store keeps of its unused numbers does not grow with
+    /// every cancelled insert. A number retired stays handed out: no insert may take it.
+    func retire(_ ids: [ObjectID]) {
+        guard !ids.isEmpty else { return }
+        numbers.withLock { n in
+            for id in ids {
+                guard let entity = schema.entityIndex(of: id), n.unused[entity].contains(id.number) else { continue }
+                n.unused[entity].use(id.number)
+            }
+        }
+    }
+
+    /// How many disjoint ranges hold an entity's unused numbers (for tests).
+    func unusedNumberRanges(of entity: String) -> Int {
+        numbers.withLock { $0.unused[schema.entityIndex(named: entity)!].rangeCount }
+    }
+
     /// Takes back numbers handed out one at a time that no commit used, newest first, as
     /// long as each is still its entity's highest: an import that fails gives back what its
     /// uncommitted lines took, so that the same lines imported again through this store keep

@@ -21,6 +21,9 @@ struct UnusedNumbers: Sendable {
         ranges.append(numbers)
     }
 
+    /// How many disjoint ranges hold the numbers (for tests: what the numbers cost).
+    var rangeCount: Int { ranges.count }
+
     /// Whether `number` was handed out and not used.
     func contains(_ number: UInt64) -> Bool {
         guard let index = rangeIndex(of: number) else { return false }
