@@ -140,7 +140,14 @@ extension ObjectGraph {
     /// A captured save failed: its objects are no longer part of a save in flight (they keep
     /// their changes, including those made while it ran).
     func abandonSave(_ capture: SaveCapture) {
-        for object in capture.inserted { object.keysSetDuringSave = nil }
+        var discarded: [ObjectID] = []
+        for object in capture.inserted {
+            object.keysSetDuringSave = nil
+            saveEnded(for: object.objectID)
+            if object.lifecycle == .discarded { discarded.append(object.objectID) }
+        }
+        // Deleted while the save ran, which took them nowhere: never to be inserted.
+        link.coordinator.store.retire(discarded)
         for object in capture.updated { object.keysSetDuringSave = nil }
     }
 
@@ -329,6 +336,7 @@ extension ObjectGraph {
                 }
             }
             rebase(object, sent: held[row.id] ?? row.values, keys: Set(row.values.indices))
+            saveEnded(for: object.objectID)
         }
         for (object, update) in zip(capture.updated, capture.updates) {
             var sent = update.baseValues

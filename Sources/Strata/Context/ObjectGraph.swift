@@ -132,6 +132,18 @@ final class ObjectGraph {
     }
 
     var hasChanges: Bool { !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty }
+    /// Objects inserted, then deleted while a save taking their insertion was in flight: once
+    /// it lands they exist below this context, deleted here. The layer shows them deleted
+    /// meanwhile — not absent, which its children would read through to the store, where
+    /// the save puts them: a child that had deleted such an object took it back as one whose
+    /// deletion this context had undone.
+    private(set) var discardedDuringSave: Set<ObjectID> = []
+
+    /// A save that took an object in ``discardedDuringSave`` is over: the object is deleted
+    /// here (the save landed) or gone (it failed).
+    func saveEnded(for id: ObjectID) {
+        if discardedDuringSave.remove(id) != nil { unpublished.insert(id) }
+    }
 
     // MARK: - Keys
 
@@ -669,7 +681,7 @@ final class ObjectGraph {
         touch(object)
         if wasInserted {
             inserted.remove(object.objectID)
-            retireNumbers(of: [object.objectID])
+            if object.keysSetDuringSave != nil { discardedDuringSave.insert(object.objectID) } else { retireNumbers(of: [object.objectID]) }
             object.lifecycle = .discarded
             // Announced as inserted in an earlier turn: announce its deletion too, so that
             // live results and observers let go of it.
@@ -799,7 +811,7 @@ final class ObjectGraph {
     func updateLayer() -> PendingLayer {
         guard !unpublished.isEmpty || layerNeedsPublishing else { return layer }
         layerNeedsPublishing = false
-        if !hasChanges {
+        if !hasChanges && discardedDuringSave.isEmpty {
             // Nothing is pending (as after a save or a rollback): the layer is empty, whatever
             // it held — taken whole instead of removing each published row and unique value.
             // (The merges it lists stay: the objects they list may show here as they did.)
@@ -827,6 +839,8 @@ final class ObjectGraph {
                 }
             case .deleted:
                 layer.rows[entity][number] = PendingLayer.Row(values: nil, version: object.baseVersion)
+            case .discarded where discardedDuringSave.contains(id):
+                layer.rows[entity][number] = PendingLayer.Row(values: nil, version: 0)
             case .discarded, .deletedElsewhere:
                 layer.rows[entity][number] = nil
             }
@@ -966,6 +980,7 @@ final class ObjectGraph {
             unpublished.insert(object.objectID)
         }
         retireNumbers(of: inserted)
+        for id in discardedDuringSave { saveEnded(for: id) }
         registered = [:]
         inserted = []
         updated = []
@@ -986,6 +1001,7 @@ final class ObjectGraph {
     func rollback() {
         unappliedWrites = []
         retireNumbers(of: inserted)
+        for id in discardedDuringSave { saveEnded(for: id) }
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:

@@ -76,3 +76,76 @@ extension MergeDuringSaveTests {
         await store.close()
     }
 }
+
+extension MergeDuringSaveTests {
+    /// The view inserts a song and saves it into the writer; while the writer's save of it
+    /// waits for its sync, the view deletes the song and saves that into the writer too.
+    /// When the writer's first save lands (the song in the store, its deletion pending in
+    /// the writer), the view's song stays deleted — it is not brought back as an object the
+    /// parent had undone the deletion of — and after the writer saves the deletion the
+    /// view holds nothing of it.
+    @Test("a song deleted while the writer saves its insertion stays deleted in the view")
+    @MainActor func deletionWhileTheWriterSavesTheInsertion() async throws {
+        let directory = TemporaryDirectory("strata-merge-during-save")
+        defer { directory.remove() }
+        let hold = StoreWinsInFlightTests.SyncHold()
+        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
+        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
+                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        // On the main actor, so that its save waits for durability without holding the
+        // context (as a stack's writer, whose saves go out through the journal's group
+        // commit): the view's save lands in it meanwhile.
+        let writer = ObjectContext(coordinator: coordinator, executor: .main, name: "writer")
+        let view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
+        let seeder = ObjectContext(coordinator: coordinator, name: "seed")
+        let album = await seeder.perform { c in
+            let a = c.insert(Album.self); a.albumID = 1; a.title = "album"
+            return a.objectID
+        }
+        try await seeder.save()
+        let song = await view.perform { c in
+            let s = c.insert(Song.self); s.songID = StoreTesting.uuid(1); s.title = "s"; s.milliseconds = 1
+            s.album = c.object(with: album, as: Album.self)
+            return s.objectID
+        }
+        try await view.save()
+
+        hold.arm()
+        let saving = Task { @MainActor in try await writer.save() }
+        #expect(await signalled(hold.reached), "the writer's save reached its sync")
+        await view.perform { c in c.delete(c.object(with: song)) }
+        try await view.save()
+        hold.open()
+        // The song is in the store now; the writer, on the main actor, has not taken its save's
+        // result yet. The view asks for the song in between (the main actor held meanwhile).
+        let published = Date().addingTimeInterval(10 * Double(TestTiming.slowdown))
+        while store.currentGeneration.object(song) == nil && Date() < published { sched_yield() }
+        #expect(store.currentGeneration.object(song) != nil, "the writer's save was published")
+        let asked = DispatchSemaphore(value: 0)
+        let answer = Locked<Bool?>(nil)
+        Task.detached {
+            let deleted = await view.perform { c in c.object(with: song).isDeleted }
+            answer.withLock { $0 = deleted }
+            asked.signal()
+        }
+        #expect(asked.wait(timeout: .now() + .seconds(10)) == .success, "the view answered")
+        #expect(answer.withLock { $0 } == true, "the view brought back the song it deleted, between the writer's commit and its taking the result")
+        _ = try await withTimeout(30, "the writer's save") { try await saving.value }
+
+        func viewState() async -> (songDeleted: Bool, listed: [ObjectID], problems: [String]) {
+            await view.perform { c in
+                (c.object(with: song).isDeleted, c.object(with: album, as: Album.self).songs.map(\.objectID), relationshipDisagreements(c))
+            }
+        }
+        var state = await viewState()
+        #expect(state.songDeleted, "the view brought the song back")
+        #expect(state.listed.isEmpty && state.problems.isEmpty, "\(state)")
+        try await writer.save()
+        #expect(store.currentGeneration.object(song) == nil)
+        state = await viewState()
+        #expect(state.songDeleted && state.listed.isEmpty && state.problems.isEmpty, "\(state)")
+        await store.close()
+    }
+}
+
