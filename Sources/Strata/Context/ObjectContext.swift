@@ -418,7 +418,9 @@ extension ObjectContext {
     /// durability policy). Everything is validated first; a save that throws changes
     /// nothing here, in the parent, or on disk.
     /// - Throws: ``StoreError``: `missingValue`, `invalidValue`, `validationFailed`,
-    ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key;
+    ///   `uniqueViolation`, `deleteRule`, `danglingReference` naming the object and key
+    ///   (the first problem found; with more, every one is in
+    ///   ``StoreError/validationProblems``);
     ///   `conflict` with every conflicting key under ``MergePolicy/error``; the store's errors.
     ///   First, `objectNotFound`, `objectDeleted` or `danglingReference` for a property set
     ///   since the last save that could not be changed because another context deleted its

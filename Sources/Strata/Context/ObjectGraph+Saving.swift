@@ -45,7 +45,10 @@ extension ObjectGraph {
     /// Checks every pending change as the store would, before anything is sent: `deny`
     /// rules, required values and limits, relationships to deleted objects, custom
     /// validation and unique attributes (against this context's objects and its parent's view).
+    /// Every problem is found: the first is thrown, with all of them in
+    /// ``StoreError/validationProblems`` (as Core Data's multiple-errors error lists them).
     func validateForSave() throws(StoreError) {
+        var problems: [StoreError] = []
         // Delete rules first: an object that keeps a deleted one from being deleted is named as
         // such, even when it has changes of its own (a new song still on a deleted album was
         // reported as a dangling reference of the song's).
@@ -59,8 +62,9 @@ extension ObjectGraph {
                     if other.lifecycle == .inserted || other.lifecycle == .persistent,
                         Self.targets(other.storage[info.inverseIndex]).contains(id)
                     {
-                        throw StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
-                                         object: id, key: info.name)
+                        problems.append(StoreError(.deleteRule, "\(id) cannot be deleted: its relationship \"\(info.name)\" (delete rule deny) still refers to \(target); remove or delete that first",
+                                                   object: id, key: info.name))
+                        break
                     }
                 }
             }
@@ -75,40 +79,47 @@ extension ObjectGraph {
                 switch entity.property(at: index) {
                 case .attribute(let attribute):
                     if let problem = AttributeCheck.problem(with: object.storage[index], for: attribute) {
-                        throw StoreError(object.storage[index].isNull ? .missingValue : .invalidValue,
-                                         "\(id).\(attribute.name): \(problem)", object: id, key: attribute.name)
+                        problems.append(StoreError(object.storage[index].isNull ? .missingValue : .invalidValue,
+                                                   "\(id).\(attribute.name): \(problem)", object: id, key: attribute.name))
                     }
                 case .relationship(let relationship):
                     let targets = Self.targets(object.storage[index])
                     if targets.isEmpty && !relationship.isOptional {
-                        throw StoreError(.missingValue, "\(id).\(relationship.name): the relationship is required", object: id, key: relationship.name)
+                        problems.append(StoreError(.missingValue, "\(id).\(relationship.name): the relationship is required", object: id, key: relationship.name))
                     }
-                    for target in targets {
-                        if let other = registered[target], other.lifecycle != .inserted && other.lifecycle != .persistent {
-                            throw StoreError(.danglingReference, "\(id).\(relationship.name) refers to \(target), which is deleted; remove it from the relationship",
-                                             object: id, key: relationship.name)
-                        }
+                    if let target = targets.first(where: { registered[$0].map { $0.lifecycle != .inserted && $0.lifecycle != .persistent } ?? false }) {
+                        problems.append(StoreError(.danglingReference, "\(id).\(relationship.name) refers to \(target), which is deleted; remove it from the relationship",
+                                                   object: id, key: relationship.name))
                     }
                 }
             }
-            try object.validateForSave()
-            for rule in link.coordinator.validationRules[entity.name] ?? [] { try rule.check(object) }
+            do throws(StoreError) { try object.validateForSave() } catch { problems.append(error) }
+            for rule in link.coordinator.validationRules[entity.name] ?? [] {
+                do throws(StoreError) { try rule.check(object) } catch { problems.append(error) }
+            }
             if let attribute = schema.layout.entities[object.entityIndex].uniqueAttribute, keys.contains(attribute),
                 !object.storage[attribute].isNull
             {
                 let value = object.storage[attribute]
                 let key = entity.attributes[attribute].name
                 if let other = claims[object.entityIndex]?[value] {
-                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key)
+                    problems.append(StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(other) and \(id)", object: id, key: key))
+                    continue
                 }
                 claims[object.entityIndex, default: [:]][value] = id
                 // Another object of this save claiming the value is reported when it is reached ("given to both").
                 if let holder = uniqueHolder(entity: object.entityIndex, value: value, excluding: id), !claimsInThisSave(holder, attribute) {
-                    throw StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or use findOrCreate to reuse \(holder)",
-                                     object: id, key: key)
+                    problems.append(StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or use findOrCreate to reuse \(holder)",
+                                               object: id, key: key))
                 }
             }
         }
+        guard var first = problems.first else { return }
+        if problems.count > 1 {
+            first.message += " (and \(problems.count - 1) more problem(s) in this save: every one is in validationProblems)"
+            first.validationProblems = problems
+        }
+        throw first
     }
 
     /// Whether `id` is saved with a (possibly new) value of its unique attribute.

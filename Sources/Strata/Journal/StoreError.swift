@@ -86,6 +86,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var key: String?
     /// Every conflict found, for ``Code/conflict``.
     public var conflicts: [Conflict] = []
+    /// Every problem a context's save found when it checked its changes, this one first,
+    /// when it found more than one (`missingValue`, `invalidValue`, `validationFailed`,
+    /// `uniqueViolation`, `deleteRule`, `danglingReference`); empty otherwise.
+    public var validationProblems: [StoreError] = []
     /// Where in Strata the error was raised (`file:line`), for bug reports.
     public var location: String
 

@@ -219,6 +219,35 @@ import Testing
         await f.close()
     }
 
+    /// A save with several problems reports every one (as Core Data's multiple-errors error
+    /// does): the first is thrown, naming its object and key, with all of them in
+    /// `validationProblems`. (Only the first was reported: fixing it met the next.)
+    @Test("a save with several problems reports every one", arguments: Tier.allCases)
+    func everyValidationProblem(tier: Tier) async throws {
+        let f = try ContextFixture(tier, durability: .relaxed)
+        let o = try await seedSongbook(f.store)
+        let before = StoreState(f.store)
+        let album = await f.context.perform { c in
+            let album = c.insert(Album.self)  // no title
+            album.albumID = 99
+            let song = c.object(with: o.s, as: Song.self)
+            song.milliseconds = -1
+            song.title = "forbidden"
+            c.insert(Artist.self).artistID = 1  // A1 has it in the store
+            return album.objectID
+        }
+        let error = await #expect(throws: StoreError.self) { try await f.context.save() }
+        let found = (error?.validationProblems ?? []).map { "\($0.code) \($0.object.map(\.entity) ?? "")/\($0.key ?? "")" }.sorted()
+        #expect(found == ["invalidValue Song/milliseconds", "missingValue Album/title", "uniqueViolation Artist/artistID", "validationFailed Song/title"],
+                "\(String(describing: error))")
+        #expect(error?.validationProblems.first.map { $0.code == error?.code && $0.object == error?.object } == true)
+        #expect(error?.message.contains("3 more problem(s)") == true, "\(error?.message ?? "")")
+        #expect(error?.validationProblems.contains { $0.object == album && $0.key == "title" } == true)
+        for ancestor in f.ancestors { #expect(await ancestor.hasChanges == false, "nothing reached the parent") }
+        #expect(StoreState(f.store) == before, "the store is unchanged")
+        await f.close()
+    }
+
     @Test("custom validation rules run in every tier and refuse the save", arguments: Tier.allCases)
     func validationRules(tier: Tier) async throws {
         let rule = ValidationRule(entity: "Album") { album throws(StoreError) in
