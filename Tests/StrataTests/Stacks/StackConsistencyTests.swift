@@ -258,3 +258,46 @@ extension StackConsistencyTests {
         await stack.close()
     }
 }
+
+extension StackConsistencyTests {
+    /// The user deletes a song; while the writer's save of it waits, an import moves the song
+    /// to another album. The writer saves again keeping the store's side (the song stays, in
+    /// the album the import gave it): the view shows the song in that album, as the store has
+    /// it, whether it merged the import before the writer's answer or not.
+    @Test("hybrid: a deletion the writer drops for an import's move shows the song in its new album", arguments: [false, true])
+    @MainActor func droppedDeletionOfAMovedSong(mergedFirst: Bool) async throws {
+        let h = try await GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        view.performAndWait { c in
+            c.mergePolicy = .storeWins
+            _ = c.object(with: o.x, as: Album.self).songs
+            _ = c.object(with: o.y, as: Album.self).songs
+            c.delete(c.object(with: o.s))
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        try await stack.save(importer)
+        if mergedFirst {
+            await waitUntil(view, "the view merged the import") { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
+        }
+        gate.open()
+        let outcome = await Self.nextOutcome(outcomes)
+        #expect(outcome?.error?.code == .conflict, "\(String(describing: outcome))")
+        #expect(store.currentGeneration.value(o.s, "album") == .object(o.y))
+        #expect(store.currentGeneration.value(o.y, "songs") == .objects([o.s]))
+        let shown = await waitUntil(view, "the view shows the song in its new album") { c in
+            c.object(with: o.y, as: Album.self).songs.map(\.objectID) == [o.s] && !c.object(with: o.s).isDeleted
+        }
+        if !shown {
+            let state = view.performAndWait { c in
+                (c.object(with: o.s).isDeleted, c.object(with: o.y, as: Album.self).songs.map(\.objectID), relationshipDisagreements(c))
+            }
+            Issue.record("the view shows \(state)")
+        }
+        await store.close()
+    }
+}
