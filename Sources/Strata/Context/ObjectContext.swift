@@ -479,6 +479,10 @@ extension ObjectContext {
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 kept = graph.finishSave(capture, committed: result.generation)
+                if let notification = result.notification {
+                    let beyond = graph.takeChangesBeyondSave(notification, capture: capture, policy: policy)
+                    for (id, keys) in beyond { kept.values[id, default: []] += keys }
+                }
                 guard var save = result.notification.map(DidSave.init) else {
                     // The merge policy dropped every change: nothing was written, and the
                     // generation's transaction is another context's.

@@ -411,6 +411,33 @@ extension ObjectGraph {
         return (kept, keptValues)
     }
 
+    /// After a save to the store: objects the commit changed that the save did not send —
+    /// the store's merge policy made them let go of, or refer again to, what the save
+    /// changed (an album that another transaction gave a song this save deletes no longer
+    /// lists it) — take the committed values here, as a merge of those objects would give
+    /// them (keys changed here too are conflicts, resolved by `policy`). The context showed
+    /// them as before, and never learned otherwise: it does not merge its own saves.
+    /// - Returns: the objects held here that took new values, with the keys, for the
+    ///   children that follow this context's changes.
+    func takeChangesBeyondSave(_ commit: CommitNotification, capture: SaveCapture, policy: MergePolicy) -> [ObjectID: [Int]] {
+        let sent = Set((capture.inserted + capture.updated + capture.deleted).map(\.objectID))
+        let beyond = commit.updated.filter { !sent.contains($0) && registered[$0]?.isLoaded == true }
+        guard !beyond.isEmpty else { return [:] }
+        let changedKeys = commit.changedKeys, values = commit.values
+        var save = DidSave(transaction: commit.transaction, author: commit.author, updated: beyond,
+                           changedKeys: changedKeys.filter { beyond.contains($0.key) }, values: values.filter { beyond.contains($0.key) })
+        save.generation = commit.generation
+        let before = Dictionary(beyond.compactMap { id in registered[id].map { (id, $0.storage) } }, uniquingKeysWith: { first, _ in first })
+        _ = merge(save, policy: policy)
+        var taken: [ObjectID: [Int]] = [:]
+        for id in beyond {
+            guard let object = registered[id], let old = before[id], object.storage.count == old.count else { continue }
+            let keys = object.storage.indices.filter { object.storage[$0] != old[$0] }
+            if !keys.isEmpty { taken[id] = keys }
+        }
+        return taken
+    }
+
     /// After a save to the store whose merge policy kept the store's value of a relationship
     /// it sent (`storeWins`, `rollback`): objects on the other side that this save did not
     /// send refer back as the store has it. A merge made while the save was in flight kept

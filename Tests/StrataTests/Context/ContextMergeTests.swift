@@ -435,3 +435,31 @@ extension ContextMergeTests {
         await p.close()
     }
 }
+
+extension ContextMergeTests {
+    /// A context deletes a song another context then moves to another album; it reads that
+    /// album afterwards (listing the song) and saves under a policy under which its deletion
+    /// wins. The store makes the album let go of the song — a change the save did not send —
+    /// and the saving context shows the album as the store has it. (It kept listing the
+    /// deleted song: a context does not merge its own saves.)
+    @Test("a deletion that wins: the album the store let go of the song shows it in the saving context",
+          arguments: [MergePolicy.contextWins, .overwrite])
+    func winningDeletionUpdatesTheAlbumItDidNotSend(policy: MergePolicy) async throws {
+        let p = try Pair()
+        let o = try await seedSongbook(p.store)
+        await p.a.perform { c in c.delete(c.object(with: o.s)) }
+        await p.b.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        try await p.b.save()
+        let before = await p.a.perform { c in c.object(with: o.y, as: Album.self).songs.map(\.objectID) }
+        #expect(before == [o.s], "the album read after the move lists the song")
+        try await p.a.save(mergePolicy: policy)
+        #expect(p.store.currentGeneration.object(o.s) == nil)
+        #expect(p.store.currentGeneration.value(o.y, "songs") == .objects([]))
+        let (shown, pending, problems) = await p.a.perform { c in
+            (c.object(with: o.y, as: Album.self).songs.map(\.objectID), c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(shown.isEmpty, "the saving context still lists the deleted song in the album")
+        #expect(!pending && problems.isEmpty, "\(pending) \(problems)")
+        await p.close()
+    }
+}
