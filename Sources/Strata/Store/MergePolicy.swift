@@ -20,13 +20,13 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     /// transaction gave a to-one relationship ours wins lets go of it, so that both sides of
     /// every pair stay in step.
     case contextWins
-    /// Save our whole object as we see it, discarding their changes to any key.
+    /// Save our whole object as we see it, discarding their changes to any attribute.
     ///
-    /// At the store, relationships included (a save that would leave a pair's other side
-    /// disagreeing is refused as an inverse violation). In a child's save into its parent
-    /// and in a merge, every attribute of our object is kept, the keys only they changed
-    /// included; relationships are kept per key, as under ``contextWins`` (ours where we
-    /// changed them, theirs elsewhere), so that both sides of every pair stay in step.
+    /// Every attribute of our object is kept, the keys only they changed included;
+    /// relationships are kept per key, as under ``contextWins`` (ours where we changed them,
+    /// merged element by element where both changed a to-many, theirs elsewhere), so that
+    /// both sides of every pair stay in step — at the store, in a child's save into its
+    /// parent and in a merge alike.
     case overwrite
     /// Drop all our changes to an object that has a conflict; save the rest.
     ///

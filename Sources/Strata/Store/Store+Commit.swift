@@ -208,7 +208,7 @@ struct CommitPlan {
             }
             conflicts += objectConflicts
             // A to-many list both sides changed merges element by element under every policy
-            // but `error` and `overwrite`, as in contexts: each member stands for the other
+            // but `error`, as in contexts: each member stands for the other
             // side's to-one, which only one side set. (Kept per key, an album ours inserted
             // into an artist another transaction had given an album pointed at an artist
             // that did not list it, and the save was refused as an inverse violation.) Such a
@@ -229,13 +229,25 @@ struct CommitPlan {
             switch policy {
             case .error:
                 updates.append(RowUpdate(id: update.id, changes: update.changes))
-            case .contextWins:
+            case .contextWins, .overwrite:
                 for change in update.changes where conflicting.contains(change.index) && change.index >= properties.attributes.count {
                     if !isToMany(change.index), case .object(let target) = current.values[change.index], change.value != current.values[change.index] {
                         lettingGo.append((target, update.id, entity, change.index))
                     }
                 }
-                let changes = mergingLists()
+                var changes = mergingLists()
+                if policy == .overwrite {
+                    // Our whole object's attributes as we see it (the base overlaid with our
+                    // changes), their changes to the others included; relationships per key as
+                    // under `contextWins`, as a parent context keeps them, so that both sides of
+                    // every pair stay in step. (Our whole object, relationships included, was
+                    // refused wherever another transaction had changed the other side of one.)
+                    let attributes = properties.attributes.count
+                    var ours = Array(update.baseValues.prefix(attributes))
+                    for change in update.changes where change.index < attributes { ours[change.index] = change.value }
+                    changes = ours.indices.filter { ours[$0] != current.values[$0] }.map { PropertyChange(index: $0, value: ours[$0]) }
+                        + changes.filter { $0.index >= attributes && $0.value != current.values[$0.index] }
+                }
                 if !changes.isEmpty { updates.append(RowUpdate(id: update.id, changes: changes)) }
             case .storeWins:
                 // Their value of every other key both changed.
@@ -257,12 +269,6 @@ struct CommitPlan {
                                                                         ours: change.value, theirs: current.values[change.index]))
                     }
                 }
-            case .overwrite:
-                // Our whole object as we see it: the base overlaid with our changes.
-                var ours = update.baseValues
-                for change in update.changes where change.index < ours.count { ours[change.index] = change.value }
-                let full = ours.indices.filter { ours[$0] != current.values[$0] }.map { PropertyChange(index: $0, value: ours[$0]) }
-                if !full.isEmpty { updates.append(RowUpdate(id: update.id, changes: full)) }
             }
         }
         var kept: [(id: ObjectID, entity: Int, values: [Value])] = []

@@ -166,20 +166,15 @@ func attempt(_ store: Store, _ changes: ChangeSet) async -> Result<CommitResult,
             case (.relationshipSameKey, .storeWins), (.relationshipSameKey, .rollback):
                 return .committed([o.x: ["artist": .object(o.a2)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([o.x])],
                                    o.a3: ["albums": .objects([])]], writes: false)
-            // Ours wins the album's artist; the artist theirs gave it lets go of it.
-            case (.relationshipSameKey, .contextWins):
+            // Ours wins the album's artist; the artist theirs gave it lets go of it. (So under
+            // overwrite, whose relationships go per key, as in contexts.)
+            case (.relationshipSameKey, _):
                 return .committed([o.x: ["artist": .object(o.a3)], o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([])],
                                    o.a3: ["albums": .objects([o.x])]], writes: true)
             // Lists both sides changed are merged element by element: both albums stay.
-            case (.toManyBothAdd, .contextWins), (.toManyBothAdd, .storeWins), (.toManyBothAdd, .rollback):
+            case (.toManyBothAdd, _):
                 return .committed([o.a2: ["albums": .objects([o.y, o.z])], o.y: ["artist": .object(o.a2)], o.z: ["artist": .object(o.a2)]],
                                   writes: true)
-            // Merging one side of a relationship pair per key breaks the pair: refused, never saved.
-            case (.relationshipSameKey, _), (.toManyBothAdd, _):
-                return .refused(.inverseViolation)
-
-            case (.relationshipTheirsAttributeOurs, .overwrite):
-                return .refused(.inverseViolation)  // our whole album would point back at the old artist
             case (.relationshipTheirsAttributeOurs, _):
                 return .committed([o.x: ["artist": .object(o.a2), "title": .string("Ours")],
                                    o.a1: ["albums": .objects([])], o.a2: ["albums": .objects([o.x])]], writes: true)
