@@ -273,6 +273,9 @@ extension ObjectGraph {
                 guard let row = committed.object(object.objectID) else {
                     object.lifecycle = .deletedElsewhere  // the merge policy let a concurrent deletion win
                     setTracking(object)
+                    // Out of the layer too: children read through it (its row of the changes
+                    // sent stayed there, and a child reloading the object kept it alive).
+                    noteChanged(object)
                     pendingNotification.invalidated.insert(object.objectID)
                     return
                 }

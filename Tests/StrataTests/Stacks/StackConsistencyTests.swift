@@ -301,3 +301,49 @@ extension StackConsistencyTests {
         await store.close()
     }
 }
+
+extension StackConsistencyTests {
+    /// The IDs a fetch of an entity gives in a context.
+    static func shown(_ c: isolated ObjectContext, _ entity: String) -> [ObjectID] {
+        (try? c.fetch(FetchRequest(entity: entity)).map(\.objectID)) ?? []
+    }
+
+    /// The user changes an artist and a song (moving it to another album) and saves; while
+    /// the writer's save of that waits, an import deletes the three. The writer saves again
+    /// keeping the store's side — nothing is left to write — and the view lets go of them as
+    /// the writer does. (The writer's layer kept the rows the view had handed it, so the view,
+    /// reading through it, showed the deleted objects for good.)
+    @Test("hybrid: objects an import deletes while the writer saves the view's changes to them are gone from the view",
+          arguments: [MergePolicy.rollback, .storeWins, .error])
+    @MainActor func importDeletesWhatTheWriterSaves(policy: MergePolicy) async throws {
+        let h = try await GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        view.performAndWait { c in
+            c.mergePolicy = policy
+            c.object(with: o.a2, as: Artist.self).name = "user's"
+            c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self)
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let importer = stack.newImportContext()
+        await importer.perform { c in
+            c.delete(c.object(with: o.a2))
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.y))
+        }
+        try await stack.save(importer)
+        gate.open()
+        let outcome = await Self.nextOutcome(outcomes)
+        #expect(outcome?.error?.code == .conflict, "\(String(describing: outcome))")
+        #expect(store.currentGeneration.object(o.a2) == nil && store.currentGeneration.object(o.s) == nil)
+        let gone = await waitUntil(view, "the view lets go of what the import deleted") { c in
+            !c.hasChanges && !Self.shown(c, "Artist").contains(o.a2) && !Self.shown(c, "Album").contains(o.y) && !Self.shown(c, "Song").contains(o.s)
+        }
+        if !gone {
+            Issue.record("the view shows \(view.performAndWait { c in (Self.shown(c, "Artist"), Self.shown(c, "Album"), Self.shown(c, "Song")) })")
+        }
+        await store.close()
+    }
+}
