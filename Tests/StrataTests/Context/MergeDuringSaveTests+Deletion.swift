@@ -81,11 +81,11 @@ extension MergeDuringSaveTests {
     /// The view inserts a song and saves it into the writer; while the writer's save of it
     /// waits for its sync, the view deletes the song and saves that into the writer too.
     /// When the writer's first save lands (the song in the store, its deletion pending in
-    /// the writer), the view's song stays deleted — it is not brought back as an object the
-    /// parent had undone the deletion of — and after the writer saves the deletion the
-    /// view holds nothing of it.
+    /// the writer) and before the writer takes the result, the view asks for the song: it
+    /// stays deleted — it is not brought back as an object whose deletion the parent had
+    /// undone — and after the writer saves the deletion the view holds nothing of it.
     @Test("a song deleted while the writer saves its insertion stays deleted in the view")
-    @MainActor func deletionWhileTheWriterSavesTheInsertion() async throws {
+    func deletionWhileTheWriterSavesTheInsertion() async throws {
         let directory = TemporaryDirectory("strata-merge-during-save")
         defer { directory.remove() }
         let hold = StoreWinsInFlightTests.SyncHold()
@@ -93,10 +93,9 @@ extension MergeDuringSaveTests {
         let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
                                      configuration: Store.Configuration(durability: .full, fileIO: io))
         let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        // On the main actor, so that its save waits for durability without holding the
-        // context (as a stack's writer, whose saves go out through the journal's group
-        // commit): the view's save lands in it meanwhile.
-        let writer = ObjectContext(coordinator: coordinator, executor: .main, name: "writer")
+        // As a stack's writer: its saves wait for the disk without holding its queue, so the
+        // view's save lands in it meanwhile.
+        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer", mayBlockQueueOnCommit: false)
         let view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
         let seeder = ObjectContext(coordinator: coordinator, name: "seed")
         let album = await seeder.perform { c in
@@ -112,25 +111,26 @@ extension MergeDuringSaveTests {
         try await view.save()
 
         hold.arm()
-        let saving = Task { @MainActor in try await writer.save() }
+        let saving = Task { try await writer.save() }
         #expect(await signalled(hold.reached), "the writer's save reached its sync")
         await view.perform { c in c.delete(c.object(with: song)) }
         try await view.save()
-        hold.open()
-        // The song is in the store now; the writer, on the main actor, has not taken its save's
-        // result yet. The view asks for the song in between (the main actor held meanwhile).
-        let published = Date().addingTimeInterval(10 * Double(TestTiming.slowdown))
-        while store.currentGeneration.object(song) == nil && Date() < published { sched_yield() }
-        #expect(store.currentGeneration.object(song) != nil, "the writer's save was published")
-        let asked = DispatchSemaphore(value: 0)
-        let answer = Locked<Bool?>(nil)
-        Task.detached {
-            let deleted = await view.perform { c in c.object(with: song).isDeleted }
-            answer.withLock { $0 = deleted }
-            asked.signal()
+        // The writer's queue is held, so that it cannot take its save's result once the sync
+        // is let go: the song is in the store, the writer's save not finished.
+        let queueHeld = DispatchSemaphore(value: 0), queueRelease = DispatchSemaphore(value: 0)
+        let holder = Task.detached {
+            await writer.perform { _ in
+                queueHeld.signal()
+                _ = queueRelease.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
+            }
         }
-        #expect(asked.wait(timeout: .now() + .seconds(10)) == .success, "the view answered")
-        #expect(answer.withLock { $0 } == true, "the view brought back the song it deleted, between the writer's commit and its taking the result")
+        #expect(await signalled(queueHeld), "the writer's queue is held")
+        hold.open()
+        #expect(await eventually { store.currentGeneration.object(song) != nil }, "the writer's save was published")
+        let deletedMeanwhile = await view.perform { c in c.object(with: song).isDeleted }
+        #expect(deletedMeanwhile, "the view brought back the song it deleted, between the writer's commit and its taking the result")
+        queueRelease.signal()
+        await holder.value
         _ = try await withTimeout(30, "the writer's save") { try await saving.value }
 
         func viewState() async -> (songDeleted: Bool, listed: [ObjectID], problems: [String]) {
@@ -148,4 +148,3 @@ extension MergeDuringSaveTests {
         await store.close()
     }
 }
-
