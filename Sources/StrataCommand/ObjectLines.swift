@@ -66,14 +66,16 @@ struct ObjectLines {
     }
 
     /// A string as a table cell: one line whatever it holds (control characters written as
-    /// JSON writes them, ``JSON/controlEscape(_:)``), and `""` when empty, so that it is told
-    /// apart from a nil (an empty cell).
+    /// JSON writes them, ``JSON/controlEscape(_:)``, and DEL as `\u007f`, which JSON leaves
+    /// as it is but a terminal does not show), and `""` when empty, so that it is told apart
+    /// from a nil (an empty cell).
     static func tableText(_ text: String) -> String {
         if text.isEmpty { return "\"\"" }
-        guard text.unicodeScalars.contains(where: { JSON.controlEscape($0) != nil }) else { return text }
+        func escape(_ scalar: Unicode.Scalar) -> String? { scalar.value == 0x7F ? "\\u007f" : JSON.controlEscape(scalar) }
+        guard text.unicodeScalars.contains(where: { escape($0) != nil }) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
-            if let escape = JSON.controlEscape(scalar) { escaped += escape } else { escaped.unicodeScalars.append(scalar) }
+            if let escape = escape(scalar) { escaped += escape } else { escaped.unicodeScalars.append(scalar) }
         }
         return escaped
     }

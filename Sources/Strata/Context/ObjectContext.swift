@@ -479,7 +479,8 @@ extension ObjectContext {
             resolved = result.resolvedConflicts
             didSave = link.measure(.save, objects: { _ in capture.objectCount }) {
                 kept = graph.finishSave(capture, committed: result.generation)
-                if let notification = result.notification {
+                // (Only a resolved conflict makes the store change objects a save did not send.)
+                if !resolved.isEmpty, let notification = result.notification {
                     let beyond = graph.takeChangesBeyondSave(notification, capture: capture, policy: policy)
                     for (id, keys) in beyond { kept.values[id, default: []] += keys }
                 }

@@ -158,7 +158,7 @@ extension ObjectGraph {
             if object.lifecycle == .discarded { discarded.append(object.objectID) }
         }
         // Deleted while the save ran, which took them nowhere: never to be inserted.
-        link.coordinator.store.retire(discarded)
+        retireNumbers(of: discarded)
         for object in capture.updated { object.keysSetDuringSave = nil }
     }
 
@@ -426,9 +426,9 @@ extension ObjectGraph {
         let sent = Set((capture.inserted + capture.updated + capture.deleted).map(\.objectID))
         let beyond = commit.updated.filter { !sent.contains($0) && registered[$0]?.isLoaded == true }
         guard !beyond.isEmpty else { return [:] }
-        let changedKeys = commit.changedKeys, values = commit.values
+        let named = Set(beyond)
         var save = DidSave(transaction: commit.transaction, author: commit.author, updated: beyond,
-                           changedKeys: changedKeys.filter { beyond.contains($0.key) }, values: values.filter { beyond.contains($0.key) })
+                           changedKeys: commit.changedKeys.filter { named.contains($0.key) }, values: commit.values.filter { named.contains($0.key) })
         save.generation = commit.generation
         let before = Dictionary(beyond.compactMap { id in registered[id].map { (id, $0.storage) } }, uniquingKeysWith: { first, _ in first })
         _ = merge(save, policy: policy)

@@ -108,7 +108,7 @@ final class ObjectGraph {
     /// Tells the store that the numbers of these inserted objects, let go of unsaved, will
     /// never be inserted (``Store/retire(_:)``) — except those of objects a save in flight
     /// is taking to the parent or the store.
-    private func retireNumbers(of ids: some Collection<ObjectID>) {
+    func retireNumbers(of ids: some Collection<ObjectID>) {
         guard !ids.isEmpty else { return }
         let retired = ids.filter { registered[$0]?.keysSetDuringSave == nil }
         link.coordinator.store.retire(retired)

@@ -49,14 +49,14 @@ import Testing
     @Test func queryTableWritesControlCharactersEscaped() async throws {
         let catalog = try await sampleStore()
         defer { catalog.remove() }
-        let set = await runTool(["update", catalog.path, "--entity", "Artist", "--where", "artistID == 2", "--set", "name=line\nbreak\tand\u{7}bell"])
+        let set = await runTool(["update", catalog.path, "--entity", "Artist", "--where", "artistID == 2", "--set", "name=line\nbreak\tand\u{7}bell\u{7F}"])
         #expect(set.status == 0, "\(set.errors)")
         let empty = await runTool(["update", catalog.path, "--entity", "Artist", "--where", "artistID == 1", "--set", "name="])
         #expect(empty.status == 0, "\(empty.errors)")
         let table = await runTool(["query", catalog.path, "--entity", "Artist", "--format", "table"])
         let lines = table.output.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 6, "\(table.output)")
-        #expect(lines.contains { $0.hasPrefix("Artist/2") && $0.contains(#"line\nbreak\tand\u0007bell"#) }, "\(table.output)")
+        #expect(lines.contains { $0.hasPrefix("Artist/2") && $0.contains(#"line\nbreak\tand\u0007bell\u007f"#) }, "\(table.output)")
         #expect(lines.contains { $0.hasPrefix("Artist/1") && $0.contains(#"  ""  "#) }, "\(table.output)")
     }
 
