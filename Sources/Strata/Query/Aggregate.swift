@@ -11,7 +11,8 @@ public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     case min
     /// The largest non-nil value of a key.
     case max
-    /// The mean of a numeric key, as a double (nil when there are no values).
+    /// The mean of a numeric key, as a double (nil when there are no values): over ints,
+    /// their exact sum over the count.
     case avg
 }
 
@@ -91,8 +92,11 @@ struct Aggregation {
                 default: break
                 }
             }
-            if function == .avg { return present.isEmpty ? .null : .double(doubleSum / Double(present.count)) }
-            return allInts && wraps == 0 ? .int(intSum) : .double(doubleSum)
+            // Ints alone: the exact total, rounded once (a running double sum rounds at each
+            // step, and an average of 2^53 + 1 and -2^53 came out 0 against a sum of 1).
+            let total = allInts ? Double(intSum) + Double(wraps) * 0x1p64 : doubleSum
+            if function == .avg { return present.isEmpty ? .null : .double(total / Double(present.count)) }
+            return allInts && wraps == 0 ? .int(intSum) : .double(total)
         case .min:
             return present.min { SortedIndex.compare($0, $1) == .orderedAscending } ?? .null
         case .max:

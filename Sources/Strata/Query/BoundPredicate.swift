@@ -249,9 +249,7 @@ final class BoundComparison {
 
     init(_ comparison: Comparison, entity: Int, schema: Schema) throws(StoreError) {
         source = comparison
-        op = comparison.op
         options = comparison.options
-        quantifier = comparison.quantifier
         func side(_ operand: Operand) throws(StoreError) -> Side {
             switch operand {
             case .key(let text): .key(try BoundKeyPath(text, from: entity, schema: schema))
@@ -289,6 +287,23 @@ final class BoundComparison {
         }
         left = try coerceSide(left)
         right = try coerceSide(right)
+        var op = comparison.op
+        var quantifier = comparison.quantifier
+        if let destination, [.beginsWith, .endsWith, .contains, .like, .matches].contains(op) {
+            // Objects are not text. A to-many relationship CONTAINS an object as NSPredicate's
+            // collections do: membership, `ANY key == object`. Anything else could only be
+            // false for every object, and is refused rather than matching nothing.
+            let name = schema.entities[destination].name
+            if op == .contains, quantifier == nil, case .key(let path) = left, case .toMany = path.steps.last!.kind {
+                op = .equal
+                quantifier = .any
+            } else {
+                throw StoreError(.invalidQuery, "\(op.rawValue) compares text; \"\(keyText)\" is a relationship to \(name): compare it with == '\(name)/1', "
+                                 + "or test a to-many relationship's members with CONTAINS '\(name)/1'", key: keyText)
+            }
+        }
+        self.op = op
+        self.quantifier = quantifier
         if comparison.quantifier != nil, case .key(let path) = left, !path.isMultiple {
             throw StoreError(.invalidQuery, "\(comparison.quantifier!.rawValue) needs a key path through a to-many relationship; \"\(path.text)\" gives one value",
                              key: path.text)

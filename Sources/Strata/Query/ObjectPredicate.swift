@@ -74,6 +74,8 @@ public struct Comparison: Sendable, Hashable {
         case `in` = "IN"
         case beginsWith = "BEGINSWITH"
         case endsWith = "ENDSWITH"
+        /// Text containing text; a to-many relationship containing an object (membership,
+        /// `albums CONTAINS 'Album/3'`, as `ANY albums == 'Album/3'`).
         case contains = "CONTAINS"
         /// `*` matches any run of characters, `?` any one character.
         case like = "LIKE"

@@ -366,6 +366,34 @@ extension PredicateSemanticsTests {
         #expect(over == .double(Double(Int64.max) + 1), "a total past the end is a double")
         await store.close()
     }
+
+    /// An average of ints is their exact total over the count, as their sum is exact (a
+    /// running sum of doubles rounded at each row: 2^53 + 1 and -2^53 averaged 0).
+    @Test("an average of ints is the exact sum over the count")
+    func intAverageIsExactSumOverCount() async throws {
+        let directory = TemporaryDirectory("predicate-semantics-avg")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let context = ObjectContext(coordinator: Coordinator(store: store), name: "averages")
+        await context.perform { c in
+            for id: Int64 in [9_007_199_254_740_993, -9_007_199_254_740_992, Int64.max, Int64.min, 3, 2, 5, 7] {
+                let album = c.insert(entity: "Album")
+                album["title"] = .string("\(id)")
+                album["albumID"] = .int(id)
+            }
+        }
+        let two = try ObjectPredicate(format: "albumID IN {9007199254740993, -9007199254740992}")
+        let rest = try ObjectPredicate(format: "NOT (albumID IN {9007199254740993, -9007199254740992})")
+        let unsaved = try await context.perform { c in
+            try [two, rest].map { try c.aggregate(.avg, of: "albumID", entity: "Album", where: $0)[0].value }
+        }
+        try await context.save()
+        let stored = try [two, rest].map { try store.currentGeneration.aggregate(.avg, of: "albumID", entity: "Album", where: $0)[0].value }
+        for found in [unsaved, stored] {
+            #expect(found == [.double(0.5), .double(16.0 / 6)], "\(found)")
+        }
+        await store.close()
+    }
 }
 
 // MARK: - Object and data literals
@@ -404,6 +432,13 @@ extension PredicateSemanticsTests {
             let results = try await Self.songbookPaths(entity: "Artist", format, label: "artistID", populate: Self.related)
             Self.expectEveryPath(results, expected, "\(format)")
         }
+        // A to-many relationship CONTAINS an object: membership, as NSPredicate's collections
+        // (it was accepted and matched nothing, an object not being text).
+        for (format, expected) in [(#"albums CONTAINS "Album/3""#, ["2"]), ("albums CONTAINS 'Album/4'", []),
+                                   ("NOT (albums CONTAINS 'Album/1')", ["2"])] {
+            let results = try await Self.songbookPaths(entity: "Artist", format, label: "artistID", populate: Self.related)
+            Self.expectEveryPath(results, expected, "\(format)")
+        }
         let printed = ObjectPredicate.comparison(Comparison(.key("artist"), .equal, .value(.object(ObjectID(entity: "Artist", number: 1)))))
         let reread = try ObjectPredicate(format: printed.description)
         #expect(reread.description == printed.description)
@@ -429,6 +464,20 @@ extension PredicateSemanticsTests {
                 #expect(error.code == .invalidQuery)
                 #expect(error.message == message)
                 #expect(error.key == "artist")
+            }
+        }
+        // Text operators on a relationship could only be false: refused, saying what to write.
+        let artist = try #require(schema.entityIndex(named: "Artist"))
+        for (format, entity) in [("artist CONTAINS 'Artist/1'", album), ("artist BEGINSWITH 'Artist/1'", album),
+                                 ("ANY albums CONTAINS 'Album/1'", artist), ("albums LIKE 'Album/1'", artist)] {
+            let predicate = try ObjectPredicate(format: format)
+            do {
+                _ = try BoundPredicate(predicate, entity: entity, schema: schema)
+                Issue.record("\(format) was accepted")
+            } catch {
+                #expect(error.code == .invalidQuery)
+                #expect(error.message.contains("compares text"), "\(error.message)")
+                #expect(error.message.contains("CONTAINS '\(entity == album ? "Artist" : "Album")/1'"), "\(error.message)")
             }
         }
         // Entity names are interned for the life of the process: text naming another entity
