@@ -31,7 +31,7 @@ enum MigrateCommand {
         // A dry run reads; a migration opens for writing first, so that another writer's
         // lock is reported at once, before the store is read (and cuts a torn tail, saying so).
         let reader = arguments.flags.contains("dry-run")
-            ? try Store.open(at: path, configuration: .init(readOnly: true))
+            ? try StrataCommand.openForReading(path, command: "migrate", output)
             : try StrataCommand.openForWriting(path, command: "migrate", output)
         let stored = reader.schema
         await reader.close()
@@ -77,6 +77,11 @@ enum MigrateCommand {
         do throws(MigrationError) {
             store = try await Store.open(at: path, migratingWith: plan)
         } catch {
+            if error.code == .cancelled {
+                // The plan has one step, switched into place with one rename: not reached.
+                output.errorLine("strata migrate: interrupted before the migrated store was in place: \(path) is as it was; run the same command again to migrate it")
+                return 1
+            }
             output.errorLine("strata migrate: \(error)")
             for problem in error.problems.dropFirst().prefix(9) { output.errorLine("  \(problem)") }
             return 1

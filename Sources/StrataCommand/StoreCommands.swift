@@ -98,6 +98,11 @@ enum StoreCommands {
             store is sound; exit 1 naming the first problem (file, offset and transaction, or
             object and key) when not. Reads without taking the write lock.
 
+            Bytes at the journal's end that are no transaction — what a crash leaves of a
+            write it interrupted, which the next writer cuts — do not make a store unsound:
+            the summary then says through which transaction the checks hold, and a note names
+            the bytes. Damage to the very last record looks the same and is reported the same.
+
             example:
               strata verify songs.strata
             """
@@ -116,9 +121,14 @@ enum StoreCommands {
         output.line("ok: \(path): \(generation.transaction) transactions, \(generation.totalCount) objects; "
                     + "\(recovery.checkpoint.map { "checkpoint through \($0) (\(recovery.checkpointRows) rows), " } ?? "")"
                     + "\(recovery.replayedTransactions) transactions replayed from \(recovery.replayedBytes) bytes; "
-                    + "checksums, inverses, unique keys and required values hold")
+                    + "checksums, inverses, unique keys and required values hold"
+                    + (recovery.tornTail == nil ? "" : " through transaction \(generation.transaction)"))
         if let torn = recovery.tornTail {
-            output.line("note: an interrupted write left \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path) (\(torn.reason)); the next writer cuts them")
+            // An interrupted write and damage to the last record look the same (a crash may
+            // leave zeros, garbage or a stale record there): the store is sound without it.
+            output.line("note: \(torn.discardedBytes) bytes at offset \(torn.offset) of \(torn.path) are no transaction (\(torn.reason)): "
+                        + "an interrupted write, which the next writer cuts — or, if transaction \(generation.transaction + 1) was ever acknowledged, "
+                        + "damage to it (the two cannot be told apart: keep a copy of the store before writing to it)")
         }
         return 0
     }

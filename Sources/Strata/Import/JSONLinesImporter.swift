@@ -194,12 +194,15 @@ public struct JSONLinesImporter {
             let relationship = source.property(at: first.property).name
             let destination = info[first.destination]
             var advice = ""
-            if case .id(let id) = first.reference, id.number > Self.largestNumber {
-                advice = " (numbers a line gives go up to \(Self.largestNumber), so no line can create it: refer to an existing \(destination.name))"
-            } else if case .id(let id) = first.reference {
-                advice = canCreate(id, entity: first.destination)
-                    ? " (give the line that creates it \"id\": \"\(id)\")"
-                    : " (the store has handed out that number already, so no line can create it: refer to an existing \(destination.name))"
+            if case .id(let id) = first.reference {
+                let highest = store.numbers.withLock { $0.allocated[first.destination] }
+                if canCreate(id, entity: first.destination) {
+                    advice = " (give the line that creates it \"id\": \"\(id)\")"
+                } else if id.number > highest {
+                    advice = " (\(Self.numbersGiven(highest: ObjectID(entityName: schema.layout.entityNames[first.destination], number: highest))), so no line can create it: refer to an existing \(destination.name))"
+                } else {
+                    advice = " (the store has handed out that number already, so no line can create it: refer to an existing \(destination.name))"
+                }
             }
             throw ImportError(line: first.line, message: "\(source.name).\(relationship): no \(destination.name) with \(first.reference.describe(destination)); the reference is still unresolved at the end of the input" + advice)
         }
@@ -314,8 +317,9 @@ public struct JSONLinesImporter {
         } else {
             var id: ObjectID
             if let explicitID {
-                guard explicitID.number <= Self.largestNumber else {
-                    throw fail("\"id\" \(explicitID) cannot be given to a new object: numbers a line gives go up to \(Self.largestNumber)")
+                let highest = store.numbers.withLock { $0.allocated[entity] }
+                guard held[entity].contains(explicitID.number) || Self.mayGive(explicitID.number, highest: highest) else {
+                    throw fail("\"id\" \(explicitID) cannot be given to a new object: \(Self.numbersGiven(highest: ObjectID(entityName: schema.layout.entityNames[entity], number: highest)))")
                 }
                 if held[entity].remove(explicitID.number) != nil {
                     // Handed out already (and recorded) while a reference waited for it.
@@ -410,10 +414,29 @@ public struct JSONLinesImporter {
         return ObjectID(entityName: head.schema.layout.entityNames[entity], number: number)
     }
 
-    /// The largest number a line may give a new object by `"id"`: a store counts its numbers
-    /// in 64 bits, and one taken near the top would leave it no room to number the objects
-    /// after it.
+    /// The largest number a line may give a new object by `"id"` anywhere: a store counts its
+    /// numbers in 64 bits, and one taken near the top would leave it no room to number the
+    /// objects after it.
     static let largestNumber = UInt64(Int64.max)
+    /// How far past its entity's highest number handed out a line may number a new object
+    /// above ``largestNumber``.
+    static let largestStep: UInt64 = 1 << 32
+
+    /// Whether a line may give a new object `number` by `"id"`, its entity's highest number
+    /// handed out being `highest`: up to ``largestNumber``, and above it at most
+    /// ``largestStep`` past `highest` — as a dump of a store numbered past ``largestNumber``
+    /// does (its numbers were handed out one after another, with gaps only where numbers
+    /// went unused), while no input can take the numbers near the end of the count in a few
+    /// lines.
+    static func mayGive(_ number: UInt64, highest: UInt64) -> Bool {
+        number <= largestNumber || number > highest && number - highest <= largestStep && number <= UInt64.max - largestStep
+    }
+
+    /// The rule of ``mayGive(_:highest:)``, for messages (`highest` is the entity's highest
+    /// number handed out).
+    static func numbersGiven(highest: ObjectID) -> String {
+        "numbers a line gives go up to \(largestNumber), and past it at most \(largestStep) past the highest the store has handed out (\(highest))"
+    }
 
     /// The staged copy of an object, loading it from the store the first time.
     private mutating func touch(_ id: ObjectID) -> Int {
@@ -594,7 +617,7 @@ public struct JSONLinesImporter {
 
     /// Whether a line may still create an object with this ID (by `"id"`).
     private func canCreate(_ id: ObjectID, entity: Int) -> Bool {
-        held[entity].contains(id.number) || store.numbers.withLock { id.number > $0.allocated[entity] }
+        held[entity].contains(id.number) || store.numbers.withLock { Self.mayGive(id.number, highest: $0.allocated[entity]) && id.number > $0.allocated[entity] }
     }
 
     /// The waiting references that still stand.

@@ -176,7 +176,7 @@ struct StepOutcome: Sendable {
     /// a later one were written).
     static func validationError(_ problems: [ValidationProblem], step: MigrationStep, number: Int) -> MigrationError? {
         guard let first = problems.first else { return nil }
-        let more = problems.count > 1 ? " (\(problems.count - 1) more problem(s) listed in `problems`)" : ""
+        let more = problems.count > 1 ? " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s"))" : ""
         let outcome = number == 1 ? "the store was not changed" : "the step was not written"
         var error = MigrationError(.validationFailed, "\(first.problem.message)\(more); \(outcome)",
                                    step: step.name, entity: first.problem.object.entity, object: first.problem.object,

@@ -539,7 +539,7 @@ struct CommitPlan {
                 throw uniqueGivenTwice(value, entity: entity, first: first, then: row.id)
             }
             if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id)
+                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id, inserting: true)
             }
         }
         return indexes
@@ -556,10 +556,10 @@ struct CommitPlan {
         return StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) is given to both \(first) and \(id)", object: id, key: key)
     }
 
-    private func uniqueAlreadyUsed(_ value: Value, entity: Int, by holder: ObjectID, claimedBy id: ObjectID) -> StoreError {
+    private func uniqueAlreadyUsed(_ value: Value, entity: Int, by holder: ObjectID, claimedBy id: ObjectID, inserting: Bool) -> StoreError {
         let key = schema.entities[entity].attributes[head.uniqueAttributeIndex(entity)!].name
-        return StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); change one of them, or update \(holder) instead of adding \(id)",
-                          object: id, key: key)
+        let advice = inserting ? "change one of them, or update \(holder) instead of adding \(id)" : "give \(id) another value, or change \(holder)'s first"
+        return StoreError(.uniqueViolation, "unique key \"\(key)\" = \(value) already used by \(holder); \(advice)", object: id, key: key)
     }
 
     private func checkUniques(_ record: TransactionRecord) throws(StoreError) {
@@ -600,7 +600,9 @@ struct CommitPlan {
                 let holderID = ObjectID(entity: id.entity, number: holder)
                 let freed = deleted.contains(holderID) || (released[entity]?.contains(value) == true
                     && record.updated.contains { $0.id == holderID })
-                if !freed { throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: id) }
+                if !freed {
+                    throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: id, inserting: record.inserted.contains { $0.id == id })
+                }
             }
         }
     }

@@ -84,6 +84,10 @@ public final class Store: Sendable {
 
         /// Hands out `count` numbers of the entity at `index`; returns the first.
         mutating func allocate(_ count: UInt64, entity index: Int) -> UInt64 {
+            // Past the end of 64 bits only after numbers given by "id" near it (an importer
+            // leaves room for 2^32 after any it gives) and that many objects more.
+            precondition(count < UInt64.max - allocated[index],
+                         "the store has handed out object numbers up to \(allocated[index]) for the entity at storage index \(index); \(count) more do not fit in 64 bits")
             let first = allocated[index] + 1
             allocated[index] += count
             unused[index].add(first..<first + count)

@@ -47,4 +47,32 @@ extension ImportCommandTests {
         #expect(generation.object(ObjectID(entity: "Tag", number: 9_223_372_036_854_775_809))?.values[0] == .string("renamed"))
         #expect(generation.integrityProblems().isEmpty)
     }
+
+    /// A store numbered past 2^63 − 1 (a line gave the largest number, the store numbered the
+    /// objects after it) dumps numbers above it: they import back, so the dump round trip
+    /// holds (the import refused them), and the next line still may not leap far past them.
+    @Test func aDumpNumberedPastTheLargestGivenNumberImportsBack() async throws {
+        let model = #"{"name": "R", "version": 1, "entities": [{"name": "T", "attributes": [{"name": "k", "type": "string", "unique": true}]}]}"#
+        let (first, second) = try await dumpRoundTrip(model: model, input: [
+            #"{"entity": "T", "id": "T/9223372036854775807", "values": {"k": "x"}}"#,
+            #"{"entity": "T", "values": {"k": "y"}}"#,
+            #"{"entity": "T", "values": {"k": "z"}}"#,
+            #"{"entity": "T", "id": "T/9223372036854775812", "values": {"k": "w"}}"#,
+        ])
+        #expect(first.contains(#""id":"T/9223372036854775808""#), "\(first)")
+        #expect(first.contains(#""id":"T/9223372036854775812""#), "\(first)")
+        #expect(second == first)
+
+        let catalog = CatalogStore()
+        defer { catalog.remove() }
+        try await catalog.create()
+        try await catalog.load([#"{"entity": "Tag", "id": "Tag/9223372036854775807", "values": {"label": "last"}}"#,
+                                #"{"entity": "Tag", "values": {"label": "after"}}"#])
+        let before = try catalog.bytes()
+        let file = try catalog.file("leap.jsonl", [#"{"entity": "Tag", "id": "Tag/9223372041149743105", "values": {"label": "leap"}}"#])
+        let result = await runTool(["import", catalog.path, file])
+        #expect(result.status == 1)
+        #expect(result.errors.firstLine.contains("past the highest the store has handed out (Tag/9223372036854775808)"), "\(result.errors)")
+        #expect(try catalog.bytes() == before)
+    }
 }

@@ -30,6 +30,19 @@ extension ImportCommandTests {
         }
         let history = await runTool(["history", catalog.path])
         #expect(history.output.split(separator: "\n").count == 2, "\(history.output)")
+        // A dry run of a migration counts what the store holds without the tail, and says so.
+        let model = try catalog.file("catalog-v2.json", [try Schema("Catalog", version: 2, entities: CommandFixtures.catalog.entities).modelFileJSON.prettyText])
+        let dryRun = await runTool(["migrate", catalog.path, "--model", model, "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.errors)")
+        #expect(dryRun.errors.hasPrefix("strata migrate: note: skipped "), "\(dryRun.errors)")
+        #expect(dryRun.errors.contains("the store holds transactions 1–2"), "\(dryRun.errors)")
+        // Verify does not say every checksum holds: through which transaction, and what the
+        // bytes after it may be.
+        let verified = await runTool(["verify", catalog.path])
+        #expect(verified.status == 0, "\(verified.errors)")
+        #expect(verified.output.contains("required values hold through transaction 2\n"), "\(verified.output)")
+        #expect(verified.output.contains(" of \(last) are no transaction ("), "\(verified.output)")
+        #expect(verified.output.contains("if transaction 3 was ever acknowledged, damage to it"), "\(verified.output)")
     }
 
     @Test func historyStopsAtAStaleCopyOfAnOlderRecord() async throws {

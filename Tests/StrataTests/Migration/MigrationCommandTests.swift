@@ -33,6 +33,25 @@ import Testing
         #expect(await runTool(["migrate", store, "--model", v2]).status == 0)
     }
 
+    /// An interrupted migration (Ctrl-C cancels its task) says what a command-line user can
+    /// do — the store is as it was, run the command again — not what the library's caller
+    /// would (open the store with the plan again).
+    @Test func anInterruptedMigrationSaysToRunTheCommandAgain() async throws {
+        try await MusicModel.createStore(version: 1, at: store)
+        let v2 = try writeModel(MusicModel.v2, "music-v2.json")
+        let before = try MusicModel.files(store)
+        let store = self.store
+        let interrupted = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await runTool(["migrate", store, "--model", v2])
+        }.value
+        #expect(interrupted.status == 1)
+        #expect(interrupted.errors == "strata migrate: interrupted before the migrated store was in place: \(store) is as it was; run the same command again to migrate it\n",
+                "\(interrupted.errors)")
+        #expect(try MusicModel.files(store) == before)
+        #expect(await runTool(["migrate", store, "--model", v2]).status == 0)
+    }
+
     @Test func dryRunThenMigrateThenNothingToDo() async throws {
         defer { directory.remove() }
         try await MusicModel.createStore(version: 1, at: store)

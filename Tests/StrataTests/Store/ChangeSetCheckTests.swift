@@ -78,4 +78,22 @@ import Testing
             #expect(error?.code == .uniqueViolation && error?.message.contains("already used by \(ids[1])") == true)
         }
     }
+
+    /// A key taken by an insert and by an update: each message says what to do for its
+    /// kind (an update was told to update the holder "instead of adding" itself).
+    @Test func aTakenKeySaysWhatToDoForInsertsAndUpdates() async throws {
+        try await Self.withStore { store in
+            let ids = store.allocateObjectIDs(for: "Artist", count: 3)
+            try await store.commit(ChangeSet(inserted: [Self.artist(ids[0], key: 1), Self.artist(ids[1], key: 2)]))
+            let inserting = await #expect(throws: StoreError.self) { try await store.commit(ChangeSet(inserted: [Self.artist(ids[2], key: 1)])) }
+            #expect(inserting?.message == "unique key \"artistID\" = 1 already used by \(ids[0]); change one of them, or update \(ids[0]) instead of adding \(ids[2])")
+            let row = store.currentGeneration.object(ids[1])!
+            let updating = await #expect(throws: StoreError.self) {
+                try await store.commit(ChangeSet(updated: [ObjectUpdate(id: ids[1], baseVersion: row.version, baseValues: row.values,
+                                                                        changes: [PropertyChange(index: 0, value: .int(1))])]))
+            }
+            #expect(updating?.code == .uniqueViolation && updating?.object == ids[1])
+            #expect(updating?.message == "unique key \"artistID\" = 1 already used by \(ids[0]); give \(ids[1]) another value, or change \(ids[0])'s first")
+        }
+    }
 }
