@@ -409,6 +409,22 @@ extension ObjectGraph {
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
             if !gone.isEmpty { forgetReferences(toDeleted: gone) }
+            // Objects a merge deleted here while the save was in flight, by the delete rules of
+            // an object the save deleted (an album added elsewhere to an artist the save
+            // deleted, which the artist's cascade took): the parent, which holds the deletion
+            // now, applies the same rules. Where it has deleted them too, the deletion is no
+            // longer this context's change — left pending, the context showed unsaved changes
+            // nobody made, and they were never merged away (a child skips its parent's saves).
+            let captured = Set(capture.deleted.map(\.objectID))
+            let view = link.sourceView()
+            for id in Array(deleted) where !captured.contains(id) {
+                guard let object = registered[id], object.lifecycle == .deleted, view.row(id) == nil else { continue }
+                object.lifecycle = .deletedElsewhere
+                object.deletionSavedToParent = true
+                object.changedKeys = []
+                setTracking(object)
+                noteChanged(object)
+            }
         }
         forgetUnheldUniques()
         return (kept, keptValues)

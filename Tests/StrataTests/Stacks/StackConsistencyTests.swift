@@ -347,3 +347,52 @@ extension StackConsistencyTests {
         await store.close()
     }
 }
+
+extension StackConsistencyTests {
+    /// The user deletes an artist; before the view saves, a background context adds an
+    /// album to it. The view's save deletes the artist, and the album goes with it (the
+    /// artist's albums cascade) or lets go of it — in the store and in the view alike.
+    @Test("hybrid: an album added elsewhere to an artist the view deletes follows the deletion in the view",
+          arguments: [MergePolicy.contextWins, .storeWins, .overwrite])
+    @MainActor func albumAddedToAnArtistTheViewDeletes(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        await stack.start()
+        let o = try await seedSongbook(store)
+        let outcomes = stack.writerSaves()
+        let view = stack.viewContext
+        view.performAndWait { c in
+            c.mergePolicy = policy
+            c.delete(c.object(with: o.a2))
+        }
+        let background = stack.newBackgroundContext()
+        let z = try await background.perform { c in
+            let album = c.insert(entity: "Album")
+            album["albumID"] = .int(99)
+            album["title"] = .string("z")
+            album["artist"] = .object(o.a2)
+            try await c.save()
+            return album.objectID
+        }
+        try await stack.save(view)
+        let outcome = await Self.nextOutcome(outcomes)
+        let stored = store.currentGeneration
+        #expect(stored.object(o.a2) == nil, "\(String(describing: outcome))")
+        let storedArtist: Value? = stored.object(z) == nil ? nil : stored.value(z, "artist")
+        let consistent = await waitUntil(view, "the view shows the album as the store has it") { c in
+            let album = try? c.existingObject(with: z)
+            let shown: Value?? = album.map { $0.isDeleted ? nil : $0["artist"] }
+            return relationshipDisagreements(c).isEmpty && (shown ?? nil) == storedArtist && !c.hasChanges
+        }
+        if !consistent {
+            let state = view.performAndWait { c in
+                (relationshipDisagreements(c), (try? c.existingObject(with: z)).map { ($0.isDeleted, $0["artist"]) },
+                 c.insertedObjects.map(\.objectID), c.updatedObjects.map { ($0.objectID, $0.changedValues) }, c.deletedObjects.map(\.objectID))
+            }
+            Issue.record("store: \(String(describing: storedArtist)); the view: \(state); writer: \(String(describing: outcome))")
+        }
+        await store.close()
+    }
+}
