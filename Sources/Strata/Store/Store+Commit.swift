@@ -93,6 +93,8 @@ struct CommitPlan {
     let changes: ChangeSet
     let head: Generation
     let schema: Schema
+    /// The change set's inserted rows, as committed (see ``forgetReferences(to:)``).
+    private(set) var inserted: [RowImage]
     private(set) var updates: [RowUpdate] = []
     private(set) var deletions: [ObjectID] = []
     private(set) var resolved: [Conflict] = []
@@ -101,6 +103,7 @@ struct CommitPlan {
     /// lock, only for that), then resolves its conflicts.
     init(changes: ChangeSet, head: Generation, numbers: Locked<Store.ObjectNumbers>) throws(StoreError) {
         self.changes = changes
+        self.inserted = changes.inserted
         self.head = head
         self.schema = head.schema
         try numbers.withLock { (n) throws(StoreError) in try checkIdentities(unused: n.unused) }
@@ -130,7 +133,7 @@ struct CommitPlan {
     private func forEachInsertedID(
         in range: Range<Int>? = nil, _ body: (_ row: Int, ObjectID, _ entity: Int) throws(StoreError) -> Void
     ) throws(StoreError) {
-        try changes.inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
+        try inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
             for i in range ?? rows.indices {
                 let id = rows[i].id
                 try body(i, id, try entityIndex(id))
@@ -179,6 +182,8 @@ struct CommitPlan {
         // Objects that must let go of another (see `letGo(of:)`): the target, the object
         // it lets go of, the latter's entity and key.
         var lettingGo: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
+        // Objects this change set updates that another transaction deleted.
+        var gone = Set<ObjectID>()
         for update in changes.updated {
             let entity = schema.entityIndex(of: update.id)!
             let properties = schema.entities[entity]
@@ -187,6 +192,7 @@ struct CommitPlan {
                     throw StoreError(.objectNotFound, "\(update.id) does not exist; insert it before changing it", object: update.id)
                 }
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
+                gone.insert(update.id)
                 continue  // deleted by another transaction: nothing left to change
             }
             if current.version == update.baseVersion {
@@ -294,6 +300,7 @@ struct CommitPlan {
             }
             deletions.append(deletion.id)
         }
+        if !gone.isEmpty && policy != .error { forgetReferences(to: gone) }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
         if !lettingGo.isEmpty { letGo(of: lettingGo) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
@@ -417,6 +424,33 @@ struct CommitPlan {
         }
     }
 
+    /// Objects another transaction deleted whose updates here were dropped (the deletion
+    /// won, under every resolving policy: nothing is left to change): what this change set
+    /// relates to them lets go of them, as a context merging the deletion forgets its
+    /// references to the object — a song moved to an album another transaction deleted is
+    /// in neither album. (It was refused as a dangling reference, and the writer of a stack
+    /// dropped the whole save.) Only objects the change set updated, and so knew to exist:
+    /// a reference to an object that never existed is still refused.
+    private mutating func forgetReferences(to gone: Set<ObjectID>) {
+        func without(_ value: Value) -> Value? {
+            switch value {
+            case .object(let id) where gone.contains(id): .null
+            case .objects(let ids) where ids.contains(where: gone.contains): .objects(ids.filter { !gone.contains($0) })
+            default: nil
+            }
+        }
+        for u in updates.indices {
+            for c in updates[u].changes.indices {
+                if let value = without(updates[u].changes[c].value) { updates[u].changes[c].value = value }
+            }
+        }
+        for r in inserted.indices {
+            for i in inserted[r].values.indices {
+                if let value = without(inserted[r].values[i]) { inserted[r].values[i] = value }
+            }
+        }
+    }
+
     /// Deletions the merge policy dropped (`storeWins`, `rollback`): the objects whose
     /// relationship to a kept object this change set emptied — what the deletion's `nullify`
     /// rules did to the other side — refer to it again, as it still refers to them. Without
@@ -468,7 +502,7 @@ struct CommitPlan {
     /// The transaction to append.
     func record(number: UInt64) -> TransactionRecord {
         TransactionRecord(number: number, timestamp: Date(), author: changes.author,
-                          inserted: changes.inserted, updated: updates, deleted: deletions)
+                          inserted: inserted, updated: updates, deleted: deletions)
     }
 
     /// Change sets of at least this many rows are checked on two threads at once (the
@@ -612,7 +646,7 @@ struct CommitPlan {
     /// Checks required values, limits, references, inverses and delete rules of everything
     /// the transaction touched, in the generation it produces.
     func checkConstraints(after next: Generation) throws(StoreError) {
-        let inserted = changes.inserted.count
+        let inserted = self.inserted.count
         if inserted >= Self.rowsCheckedInParallel, Self.processors > 1 {
             // In two halves at once; the first half's failure is the one a single pass would
             // have found first.
@@ -665,7 +699,7 @@ struct CommitPlan {
     private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
         try forEachInsertedID(in: rows) { (row, id, entity) throws(StoreError) in
             // An inserted row is in the next generation as sent: no need to look it up there.
-            try checkObject(id, entity: entity, values: changes.inserted[row].values, keys: 0..<schema.layout.entities[entity].propertyCount,
+            try checkObject(id, entity: entity, values: self.inserted[row].values, keys: 0..<schema.layout.entities[entity].propertyCount,
                             before: nil, in: next, lists: lists)
         }
     }

@@ -396,3 +396,59 @@ extension StackConsistencyTests {
         await store.close()
     }
 }
+
+extension StackConsistencyTests {
+    /// The user moves a song to another album; an import deletes that album's artist, whose
+    /// cascade takes the album: while the writer's save of the move is held (`order` 0), or
+    /// before the view saves and after the view merged it (1). However the writer resolves it, the view ends
+    /// as the store has the song and both albums (the song in neither album: what it was
+    /// moved to is gone, what it was moved from let go of it).
+    @Test("hybrid: a song moved to an album an import deletes ends in the view as in the store",
+          arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite], [0, 1])
+    @MainActor func songMovedToAnAlbumAnImportDeletes(policy: MergePolicy, order: Int) async throws {
+        let h = try await GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let setup = stack.newImportContext(name: "setup")
+        await setup.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await stack.save(setup)
+        let view = stack.viewContext
+        await waitUntil(view, "the view shows y by a2") { c in c.object(with: o.y, as: Album.self).artist?.objectID == o.a2 }
+        view.performAndWait { c in
+            c.mergePolicy = policy
+            _ = c.object(with: o.x, as: Album.self).songs
+            c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self)
+        }
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.delete(c.object(with: o.a2)) }  // the cascade takes y
+        if order == 0 {
+            try await stack.save(view)
+            #expect(await gate.waitUntilHeld(), "the writer's save started")
+            try await stack.save(importer)
+            gate.open()
+        } else {
+            gate.open()
+            try await stack.save(importer)
+            if order == 1 { await waitUntil(view, "the view merged the deletion") { c in c.object(with: o.y).isDeleted } }
+            try await stack.save(view)
+        }
+        let outcome = await Self.nextOutcome(outcomes)
+        let stored = store.currentGeneration
+        #expect(stored.object(o.y) == nil, "\(String(describing: outcome))")
+        #expect(stored.integrityProblems().isEmpty)
+        let storedS: Value? = stored.object(o.s) == nil ? nil : stored.value(o.s, "album")
+        let storedX = stored.value(o.x, "songs")
+        let converged = await waitUntil(view, "the view shows the song and x as the store has them") { c in
+            let s = c.object(with: o.s)
+            let shownS: Value? = s.isDeleted ? nil : s["album"]
+            return shownS == storedS && c.object(with: o.x)["songs"] == storedX && relationshipDisagreements(c).isEmpty
+        }
+        if !converged {
+            let state = view.performAndWait { c in
+                (c.object(with: o.s).isDeleted, c.object(with: o.s)["album"], c.object(with: o.x)["songs"], relationshipDisagreements(c), c.hasChanges)
+            }
+            Issue.record("store: s \(String(describing: storedS)), x \(storedX); view (s deleted, s.album, x.songs, problems, pending): \(state); writer: \(String(describing: outcome))")
+        }
+        await store.close()
+    }
+}

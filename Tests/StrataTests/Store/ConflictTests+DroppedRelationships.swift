@@ -96,3 +96,40 @@ extension ConflictTests {
         await store.close()
     }
 }
+
+extension ConflictTests {
+    /// Ours moves song S from album X to album Y; theirs deleted Y since. Under every
+    /// resolving policy the deletion wins and nothing of Y is left to change: S lets go of Y
+    /// (it is in neither album) and the rest commits. (The save was refused as a dangling
+    /// reference.) Under `error` it is a conflict naming Y, and the store is unchanged.
+    @Test("a song moved to an album another transaction deleted lets go of it, and the rest commits",
+          arguments: [MergePolicy.storeWins, .rollback, .contextWins, .overwrite, .error])
+    func movedToADeletedAlbum(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let o = try await ConstraintTests.Objects.commit(into: store)
+        let base = store.currentGeneration
+        try await store.commit(ChangeSet(author: "theirs", deleted: [ObjectDeletion(id: o.y, baseVersion: base.object(o.y)!.version)]))
+        let before = store.currentGeneration
+        let ours = ChangeSet(author: "ours", updated: [
+            base.update(o.s, ["album": .object(o.y), "title": .string("moved")]), base.update(o.x, ["songs": .objects([])]),
+            base.update(o.y, ["songs": .objects([o.s])]),
+        ], mergePolicy: policy)
+        guard policy != .error else {
+            let error = await #expect(throws: StoreError.self) { try await store.commit(ours) }
+            #expect(error?.code == .conflict && error?.conflicts.map(\.object) == [o.y], "\(String(describing: error))")
+            #expect(store.currentGeneration.transaction == before.transaction)
+            await store.close()
+            return
+        }
+        let result = try await store.commit(ours)
+        #expect(result.resolvedConflicts.map(\.object) == [o.y])
+        let g = store.currentGeneration
+        #expect(g.value(o.s, "album") == .null)
+        #expect(g.value(o.s, "title") == .string("moved"))
+        #expect(g.value(o.x, "songs") == .objects([]))
+        #expect(g.integrityProblems().isEmpty)
+        await store.close()
+    }
+}
