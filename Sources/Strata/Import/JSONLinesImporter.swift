@@ -435,7 +435,7 @@ public struct JSONLinesImporter {
     /// The rule of ``mayGive(_:highest:)``, for messages (`highest` is the entity's highest
     /// number handed out).
     static func numbersGiven(highest: ObjectID) -> String {
-        "numbers a line gives go up to \(largestNumber), and past it at most \(largestStep) past the highest the store has handed out (\(highest))"
+        "a line may give a new object a number up to \(largestNumber), and above that at most \(largestStep) past the highest the store has handed out (\(highest))"
     }
 
     /// The staged copy of an object, loading it from the store the first time.
