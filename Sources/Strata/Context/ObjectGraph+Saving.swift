@@ -629,14 +629,16 @@ extension ObjectGraph {
             guard let object else {
                 // Deleted here after the child read it: nothing left to change, whatever the
                 // policy (as the store does with an update of an object deleted since). What
-                // the child related to it lets go of it again — or, for a deletion pending
-                // here, follows its delete rules.
+                // the child related to it lets go of it — or, for a deletion pending here,
+                // follows its delete rules. It is not put back where it was before the child
+                // related it: the store lets go (a song moved to an album another transaction
+                // deleted is in neither album), and so does the child merging the deletion.
                 conflicts.append(Conflict(object: update.id, key: nil, base: nil, ours: nil, theirs: nil, theirVersion: nil))
                 let entity = entityIndex(of: update.id)
                 for change in update.changes {
                     guard let info = relationships[entity][change.index] else { continue }
                     dropped.append(DroppedRelationship(source: update.id, index: change.index, info: info,
-                                                       lost: Self.targets(change.value), gained: []))
+                                                       lost: Self.targets(change.value), gained: [], sourceDeleted: true))
                 }
                 if let deletedHere = registered[update.id], deletedHere.lifecycle == .deleted, deletedHere.isLoaded {
                     var values = deletedHere.storage
@@ -1176,6 +1178,9 @@ extension ObjectGraph {
         let info: RelationshipInfo
         let lost: [ObjectID]
         let gained: [ObjectID]
+        /// The source is deleted here: objects it was related to let go of it, without going
+        /// back to what they referred to before.
+        var sourceDeleted = false
     }
 
     /// Brings the other side of a dropped relationship change in step: objects the dropped
@@ -1196,7 +1201,7 @@ extension ObjectGraph {
             case .objects(let ids) where ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids.filter { $0 != change.source }))
             case .object(let source) where source == change.source:
-                let before = target.base?[inverse] ?? .null
+                let before = change.sourceDeleted ? .null : target.base?[inverse] ?? .null
                 var back = Value.null
                 if let previousID = before.objectID, previousID != change.source {
                     let previous = object(with: previousID)

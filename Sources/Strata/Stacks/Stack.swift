@@ -68,7 +68,7 @@ public final class Stack: Sendable {
         /// Saves through the view context accepted and not yet handed to the writer (the
         /// view's save into the writer is running): ``close()`` waits for them too.
         var accepted = 0
-        /// A ``close()`` waiting for ``accepted`` to reach 0.
+        /// A ``close()`` (or the end of ``writerSaves()``) waiting for ``accepted`` to reach 0.
         var closing: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -130,14 +130,26 @@ public final class Stack: Sendable {
         Self.endWriterSaves(writer, writes)
     }
 
-    /// Ends ``writerSaves()`` once the writer's last accepted save has reported.
+    /// Ends ``writerSaves()`` once every accepted save has reported: those being handed to
+    /// the writer too (their writer saves are scheduled when the hand-over ends; a store
+    /// closed meanwhile makes them end with `closed`). Ending after the writer's last save
+    /// alone lost such a save's outcome — its ``save(_:)`` had returned, and nothing said it
+    /// was never written.
     private static func endWriterSaves(_ writer: Locked<WriterState>, _ writes: Broadcast<WriterSaveOutcome>) {
-        guard let last = writer.withLock({ $0.last }) else {
+        guard writer.withLock({ $0.last != nil || $0.accepted > 0 }) else {
             writes.finish()
             return
         }
         Task {
-            await last.value
+            await withCheckedContinuation { (handedOver: CheckedContinuation<Void, Never>) in
+                let ready = writer.withLock { state -> Bool in
+                    guard state.accepted > 0 else { return true }
+                    state.closing.append(handedOver)
+                    return false
+                }
+                if ready { handedOver.resume() }
+            }
+            await writer.withLock({ $0.last })?.value
             writes.finish()
         }
     }

@@ -400,11 +400,12 @@ extension StackConsistencyTests {
 extension StackConsistencyTests {
     /// The user moves a song to another album; an import deletes that album's artist, whose
     /// cascade takes the album: while the writer's save of the move is held (`order` 0), or
-    /// before the view saves and after the view merged it (1). However the writer resolves it, the view ends
+    /// before the view saves and after the view merged it (1), or right before the view saves,
+    /// both merges landing wherever they may (2). However the writer resolves it, the view ends
     /// as the store has the song and both albums (the song in neither album: what it was
     /// moved to is gone, what it was moved from let go of it).
     @Test("hybrid: a song moved to an album an import deletes ends in the view as in the store",
-          arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite], [0, 1])
+          arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite], [0, 1, 2])
     @MainActor func songMovedToAnAlbumAnImportDeletes(policy: MergePolicy, order: Int) async throws {
         let h = try await GatedHybrid()
         defer { h.directory.remove() }
@@ -427,7 +428,7 @@ extension StackConsistencyTests {
             try await stack.save(importer)
             gate.open()
         } else {
-            gate.open()
+            gate.open()  // (order 1 and 2: nothing to hold)
             try await stack.save(importer)
             if order == 1 { await waitUntil(view, "the view merged the deletion") { c in c.object(with: o.y).isDeleted } }
             try await stack.save(view)
@@ -449,6 +450,67 @@ extension StackConsistencyTests {
             }
             Issue.record("store: s \(String(describing: storedS)), x \(storedX); view (s deleted, s.album, x.songs, problems, pending): \(state); writer: \(String(describing: outcome))")
         }
+        await store.close()
+    }
+}
+
+extension StackConsistencyTests {
+    /// `songMovedToAnAlbumAnImportDeletes` with order 2, made deterministic: the writer merges
+    /// the import's deletion of a2 (its cascade took y) before the view's save of the move
+    /// reaches it, and the view merges the deletion while that save is in flight (the writer,
+    /// held by a gate, has applied it). The writer put the song back in x while the view's
+    /// merge took it out of y: the view kept "s in no album" as a change nobody made, on a
+    /// base of x, while x listed s — and the writer, holding nothing, wrote nothing. Now the
+    /// writer lets go of the deleted album as the store and the merge do: s is in neither
+    /// album, in the store and in the view.
+    @Test("hybrid: a song moved to an album an import deletes, merged by the writer before and by the view during the view's save",
+          arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite])
+    @MainActor func songMovedToAnAlbumDeletedWhileTheViewSaves(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-stack-consistency")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let gate = SaveGate(context: "writer", operation: .applyChildSave)
+        // Not started: the merges the stack makes automatically are landed by hand, in this order.
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+        let o = try await seedSongbook(store)
+        let outcomes = stack.writerSaves()
+        let (writer, view) = (stack.writerContext!, stack.viewContext)
+        let setup = stack.newImportContext(name: "setup")
+        await setup.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await stack.save(setup)
+        view.performAndWait { c in
+            c.mergePolicy = policy
+            _ = c.object(with: o.x, as: Album.self).songs
+            c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self)
+        }
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.delete(c.object(with: o.a2)) }  // the cascade takes y
+        let imported = importer.didSave()
+        try await stack.save(importer)
+        let deletion = try #require(await firstElement(of: imported, timeout: .seconds(10)))
+        #expect(deletion.deleted.contains(o.y))
+        await writer.merge(deletion)  // 1. the writer, following the store, merges it
+        let saving = Task { try await stack.save(view) }  // 2. the view saves the move into the writer
+        #expect(await gate.waitUntilHeld(), "the writer applied the view's save")
+        await view.merge(deletion)  // 3. the view merges it (through the writer), its save in flight
+        gate.open()
+        try await saving.value
+        let outcome = await Self.nextOutcome(outcomes)  // 4. the writer's save to the store
+        #expect(outcome != nil && outcome?.error == nil, "\(String(describing: outcome))")
+        let stored = store.currentGeneration
+        #expect(stored.object(o.y) == nil)
+        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems().prefix(3))")
+        let (storedS, storedX) = (stored.value(o.s, "album"), stored.value(o.x, "songs"))
+        let (shownS, shownX, problems, pending) = view.performAndWait { c in
+            (c.object(with: o.s)["album"], c.object(with: o.x)["songs"], relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shownS == storedS && shownX == storedX && problems.isEmpty && !pending,
+                "store: s \(String(describing: storedS)), x \(String(describing: storedX)); view (s.album, x.songs, problems, pending): \((shownS, shownX, problems, pending)); writer: \(String(describing: outcome))")
+        // As orders 0 and 1 end, and as the store resolves a move to an album another
+        // transaction deleted: the song is in neither album.
+        #expect(storedS == .null && storedX == .objects([]))
+        let writerPending = await writer.hasChanges
+        #expect(!writerPending)
         await store.close()
     }
 }

@@ -388,3 +388,32 @@ import Darwin
         await store.close()
     }
 }
+
+extension StackFailureTests {
+    /// The store (not the stack) closes while the view's save is being handed to the writer:
+    /// `save(_:)` has accepted it, so it is written or reported on `writerSaves()` with
+    /// `closed`. (The stream ended after the writer's last save, before the hand-over ended:
+    /// the save, reported done, was neither written nor reported.)
+    @Test("a save handed to the writer while the store closes is written or reported", arguments: [StackPreset.nested, .hybrid])
+    func storeClosedDuringHandOver(preset: StackPreset) async throws {
+        let directory = TemporaryDirectory("strata-stack-handover")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let gate = EventGate()
+        let stack = Stack(preset, store: store, modelClasses: Self.models, observer: { gate.observe($0) })
+        await stack.start()
+        let id = await Self.insertArtist(stack.viewContext, id: 7, name: "handed over")
+        let outcomes = stack.writerSaves()
+        gate.arm("writer", .applyChildSave)  // hold the writer while it takes the view's changes
+        let saving = Task { try await stack.save(stack.viewContext) }
+        try #require(await eventually(within: 30) { gate.isHolding })
+        await store.close()
+        gate.releaseHeld()
+        try await saving.value
+        let outcome = await firstElement(of: outcomes, timeout: .seconds(20))
+        let reopened = try StoreTesting.open(in: directory, durability: .relaxed)
+        let durable = reopened.currentGeneration.object(id) != nil
+        await reopened.close()
+        #expect(durable || outcome?.error?.code == .closed, "\(preset): outcome \(String(describing: outcome)), durable: \(durable)")
+    }
+}
