@@ -139,8 +139,11 @@ public struct JSONLinesImporter {
     /// An import that fails gives back to the store the object numbers its uncommitted
     /// lines took where nothing was handed out after them, so that the lines imported again
     /// through the same store (once fixed) keep the `"id"`s they give.
+    /// The import takes the reader for good (`sending`): it reads ahead on another thread,
+    /// and a read it started when the import stopped early — a cancelled import waiting on a
+    /// quiet pipe — goes on until its input gives it lines or ends.
     /// - Parameter report: called after every durable commit and every few thousand lines.
-    public mutating func run(_ reader: JSONLinesReader, report: (Event) -> Void = { _ in }) async throws(ImportError) -> Summary {
+    public mutating func run(_ reader: sending JSONLinesReader, report: (Event) -> Void = { _ in }) async throws(ImportError) -> Summary {
         do {
             return try await runLines(reader, report: report)
         } catch {
@@ -159,12 +162,14 @@ public struct JSONLinesImporter {
         for entity in keyIndex.indices where info[entity].unique != nil { keyIndex[entity].reserveCapacity(expected / keyIndex.count) }
         // The next lines are read and parsed on another thread while these are applied.
         let ahead = LinesAhead(reader)
-        defer { ahead.finish() }
         ahead.start()
         var bytesRead: Int64 = 0
         while true {
             try checkCancellation()
-            let chunk = ahead.take()
+            guard let chunk = await ahead.take() else {
+                try checkCancellation()
+                preconditionFailure("a chunk is missing only when the import's task is cancelled")
+            }
             if let failure = chunk.failure { throw ImportError(line: 0, message: "cannot read \(failure)") }
             if !chunk.finished { ahead.start() }
             bytesRead = chunk.bytesRead

@@ -3,9 +3,15 @@ import Dispatch
 /// Reads and parses the next chunk of JSON Lines on a worker thread while the importer
 /// applies the previous chunk: on two cores, parsing then costs the import no time.
 ///
-/// Unchecked sendability: one thread at a time touches the state — the worker from
-/// ``start()`` until it leaves the dispatch group, the importer only in ``take()`` after the
-/// group's wait (which orders the worker's writes before the importer's reads).
+/// The importer waits for a chunk by suspending, not by blocking its thread (one of Swift's
+/// cooperative pool: an import waiting on a quiet pipe held it, and two such imports
+/// stopped every task of the process), and stops waiting when its task is cancelled. The
+/// read goes on in the background until its input gives it lines or ends, holding the
+/// reader — which is why ``JSONLinesImporter/run(_:report:)`` takes the reader for good.
+///
+/// Unchecked sendability: the reader is touched by one worker at a time (``start()`` is
+/// called again only once the chunk before was taken, or never); chunks cross threads
+/// under the state's lock.
 final class LinesAhead: @unchecked Sendable {
     /// One line: its number, and its JSON (`nil` for a blank line).
     struct Line: Sendable {
@@ -14,7 +20,7 @@ final class LinesAhead: @unchecked Sendable {
     }
 
     /// What one chunk holds.
-    struct Chunk {
+    struct Chunk: Sendable {
         var lines: [Line]
         /// The input ended (or failed) with this chunk.
         var finished: Bool
@@ -26,29 +32,57 @@ final class LinesAhead: @unchecked Sendable {
     /// Lines per chunk: large enough to amortize the hand-off, small enough to stay in cache.
     static let chunkSize = 2048
 
+    private struct State {
+        /// The chunk read and not taken yet.
+        var ready: Chunk?
+        /// The importer waiting for the chunk being read.
+        var waiting: CheckedContinuation<Chunk?, Never>?
+    }
+
     private let reader: JSONLinesReader
-    private let group = DispatchGroup()
-    private var chunk = Chunk(lines: [], finished: false, failure: nil, bytesRead: 0)
+    private let state = Locked(State())
 
     init(_ reader: JSONLinesReader) { self.reader = reader }
 
     /// Starts reading and parsing the next chunk.
     func start() {
-        group.enter()
         DispatchQueue.global().async {
-            self.chunk = self.read()
-            self.group.leave()
+            let chunk = self.read()
+            let waiting = self.state.withLock { state -> CheckedContinuation<Chunk?, Never>? in
+                guard let waiting = state.waiting else {
+                    state.ready = chunk
+                    return nil
+                }
+                state.waiting = nil
+                return waiting
+            }
+            waiting?.resume(returning: chunk)
         }
     }
 
-    /// Waits for the chunk being read and returns it.
-    func take() -> Chunk {
-        group.wait()
-        return chunk
+    /// The chunk being read, once it is; `nil` if the calling task is cancelled first.
+    func take() async -> Chunk? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Chunk?, Never>) in
+                let now = state.withLock { state -> Chunk?? in
+                    if let ready = state.ready {
+                        state.ready = nil
+                        return .some(ready)
+                    }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiting = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<Chunk?, Never>? in
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(returning: nil)
+        }
     }
-
-    /// Waits for a chunk still being read (an import that stops early leaves none behind).
-    func finish() { group.wait() }
 
     private func read() -> Chunk {
         var lines: [Line] = []

@@ -56,3 +56,85 @@ extension ImportCommandTests {
         return await task.value
     }
 }
+
+/// An import reading a pipe whose writer is quiet waits without holding a thread of Swift's
+/// cooperative pool, and stops when its task is cancelled. (It blocked its thread until the
+/// next 2,048 lines or the end of the input: a cancelled import went on waiting, and two of
+/// them stopped every task of the process on two processors.) One at a time: each holds
+/// threads of the pool if that comes back.
+@Suite(.serialized) struct ImportPipeTests {
+    /// A pipe whose writing end the test keeps open, holding `lines` (each followed by a line
+    /// break): the writing end, and the pipe's path.
+    private static func quietPipe(in directory: TemporaryDirectory, _ name: String, lines: [String]) throws -> (writer: Int32, path: String) {
+        let fifo = directory.appending(name)
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let writer = open(fifo, O_RDWR)  // a writer that keeps its end open
+        try #require(writer >= 0)
+        for line in lines { _ = (line + "\n").withCString { write(writer, $0, strlen($0)) } }
+        return (writer, fifo)
+    }
+
+    @Test func aCancelledImportWaitingOnAQuietPipeStops() async throws {
+        let directory = TemporaryDirectory("strata-import-pipe")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let (writer, path) = try Self.quietPipe(in: directory, "lines.fifo", lines: [#"{"entity": "Artist", "values": {"artistID": 1}}"#])
+        // The error's code (nil when the import ends without one).
+        let importing = Task.detached { () -> StoreError.Code? in
+            guard let reader = try? JSONLinesReader(path: path) else { return .io }
+            var importer = JSONLinesImporter(store: store, batchSize: 1)
+            do throws(JSONLinesImporter.ImportError) {
+                _ = try await importer.run(reader)
+                return nil
+            } catch {
+                return error.storeError?.code ?? .invalidValue
+            }
+        }
+        // The import has read the line and waits for more (the pipe is empty).
+        #expect(await eventually(within: 20) {
+            var unread: Int32 = 1
+            return ioctl(writer, UInt(FIONREAD), &unread) == 0 && unread == 0
+        })
+        importing.cancel()
+        let cancelled = ContinuousClock.now
+        // The input ends after 8 s whatever happens (from a Dispatch thread: an import
+        // holding a thread of the pool must not keep the test from ending), unless the test
+        // has closed it first.
+        let open = Locked<Int32?>(writer)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 8) { open.withLock { if let fd = $0 { close(fd); $0 = nil } } }
+        let code = await importing.value
+        let took = ContinuousClock.now - cancelled
+        open.withLock { if let fd = $0 { close(fd); $0 = nil } }
+        #expect(took < .seconds(4) * TestTiming.slowdown, "the import's task was cancelled, and the import went on waiting for input for \(took)")
+        #expect(code == .cancelled)
+        await store.close()
+    }
+
+    @Test func importsWaitingOnQuietPipesLeaveThePoolToOtherTasks() async throws {
+        let directory = TemporaryDirectory("strata-import-pipes")
+        defer { directory.remove() }
+        var writers: [Int32] = []
+        var imports: [Task<Void, Never>] = []
+        var stores: [Store] = []
+        for k in 0..<max(ProcessInfo.processInfo.activeProcessorCount, 2) {
+            let store = try Store.create(at: directory.appending("s\(k).strata"), schema: Fixtures.songbook, configuration: .init(durability: .none))
+            stores.append(store)
+            let (writer, path) = try Self.quietPipe(in: directory, "lines\(k).fifo", lines: [])
+            writers.append(writer)
+            imports.append(Task.detached {
+                var importer = JSONLinesImporter(store: store, batchSize: 1)
+                guard let reader = try? JSONLinesReader(path: path) else { return }
+                _ = try? await importer.run(reader)
+            })
+        }
+        // The writers end their input after 3 s, from a Dispatch thread, whatever the pool does.
+        let toClose = writers
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for writer in toClose { close(writer) } }
+        let start = ContinuousClock.now
+        try await Task.sleep(for: .milliseconds(100))
+        let took = ContinuousClock.now - start
+        #expect(took < .seconds(2) * TestTiming.slowdown, "a 100 ms sleep took \(took) while \(imports.count) imports waited for input")
+        for task in imports { await task.value }
+        for store in stores { await store.close() }
+    }
+}

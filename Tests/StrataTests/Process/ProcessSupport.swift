@@ -94,8 +94,14 @@ final class ChildProcess: @unchecked Sendable {
             process.standardError = readsErrors ? errors : FileHandle.standardError
         }
         process.terminationHandler = { [exited] _ in exited.signal() }
+        // A child that exits before reading all its input makes writing to it fail with
+        // EPIPE, not kill the test process with SIGPIPE.
+        _ = Self.ignoringBrokenPipes
         try process.run()
     }
+
+    /// Ignores SIGPIPE in the test process, once.
+    private static let ignoringBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     deinit { sendKill() }
 
