@@ -35,6 +35,16 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A relationship value without its references to the objects `removed` picks (nil for
+    /// a to-one, the rest of a to-many list), or `nil` when it refers to none of them.
+    func removingReferences(where removed: (ObjectID) -> Bool) -> Value? {
+        switch self {
+        case .object(let id) where removed(id): .null
+        case .objects(let ids) where ids.contains(where: removed): .objects(ids.filter { !removed($0) })
+        default: nil
+        }
+    }
+
     /// Whether a relationship value refers to `id` (without making a list of one).
     @inline(__always)
     public func refers(to id: ObjectID) -> Bool {

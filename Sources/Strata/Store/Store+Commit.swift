@@ -401,13 +401,7 @@ struct CommitPlan {
             let relationship = schema.entities[entity].relationships[index - schema.entities[entity].attributes.count]
             let destination = schema.entityIndex(named: relationship.destination)!
             let inverseIndex = schema.entities[destination].propertyIndex(named: relationship.inverse)!
-            func without(_ value: Value) -> Value? {
-                switch value {
-                case .objects(let ids) where ids.contains(id): .objects(ids.filter { $0 != id })
-                case .object(id): .null
-                default: nil
-                }
-            }
+            func without(_ value: Value) -> Value? { value.removingReferences { $0 == id } }
             if let u = position[target], let c = updates[u].changes.firstIndex(where: { $0.index == inverseIndex }) {
                 if let value = without(updates[u].changes[c].value) { updates[u].changes[c].value = value }
                 continue
@@ -432,21 +426,14 @@ struct CommitPlan {
     /// dropped the whole save.) Only objects the change set updated, and so knew to exist:
     /// a reference to an object that never existed is still refused.
     private mutating func forgetReferences(to gone: Set<ObjectID>) {
-        func without(_ value: Value) -> Value? {
-            switch value {
-            case .object(let id) where gone.contains(id): .null
-            case .objects(let ids) where ids.contains(where: gone.contains): .objects(ids.filter { !gone.contains($0) })
-            default: nil
-            }
-        }
         for u in updates.indices {
             for c in updates[u].changes.indices {
-                if let value = without(updates[u].changes[c].value) { updates[u].changes[c].value = value }
+                if let value = updates[u].changes[c].value.removingReferences(where: gone.contains) { updates[u].changes[c].value = value }
             }
         }
         for r in inserted.indices {
             for i in inserted[r].values.indices {
-                if let value = without(inserted[r].values[i]) { inserted[r].values[i] = value }
+                if let value = inserted[r].values[i].removingReferences(where: gone.contains) { inserted[r].values[i] = value }
             }
         }
     }
