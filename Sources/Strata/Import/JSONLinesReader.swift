@@ -104,6 +104,26 @@ public final class JSONLinesReader {
         return nil
     }
 
+    /// Whether handing out the next line would wait for its writer: no whole line is
+    /// buffered, and the input (a pipe or a terminal, never a regular file) has nothing to
+    /// read at once. Lines read so far can then be used before the next ones come.
+    var mustWaitForInput: Bool {
+        if atEnd || size != nil || hasWholeLine { return false }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        // Readable, ended (a hang-up) or failed: a read returns at once.
+        return poll(&descriptor, 1, 0) == 0
+    }
+
+    /// Whether a whole line is buffered. Unlike ``findNewline()``, it leaves the newline to
+    /// be found by the next read, and only remembers that the bytes before `end` hold none.
+    private var hasWholeLine: Bool {
+        let from = max(start, searched)
+        guard let base = buffer.baseAddress, from < end else { return false }
+        if memchr(base + from, 0x0A, end - from) != nil { return true }
+        searched = end
+        return false
+    }
+
     /// The rest of the input, whole, read until its end (a pipe's or a terminal's too).
     public func readToEnd() throws(ReadError) -> [UInt8] {
         var bytes: [UInt8] = []

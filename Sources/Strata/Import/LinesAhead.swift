@@ -1,7 +1,8 @@
 import Dispatch
 
 /// Reads and parses the next chunk of JSON Lines on a worker thread while the importer
-/// applies the previous chunk: on two cores, parsing then costs the import no time.
+/// applies the previous chunk: on two cores, parsing then costs the import no time. A chunk
+/// ends early when its input (a pipe) has no more lines to give at once.
 ///
 /// The importer waits for a chunk by suspending, not by blocking its thread (one of Swift's
 /// cooperative pool: an import waiting on a quiet pipe held it, and two such imports
@@ -89,6 +90,9 @@ final class LinesAhead: @unchecked Sendable {
         lines.reserveCapacity(Self.chunkSize)
         do throws(JSONLinesReader.ReadError) {
             while lines.count < Self.chunkSize {
+                // A quiet producer's lines are handed over as they come (a batch fills, an
+                // error is named) instead of once the chunk fills or the input ends.
+                if !lines.isEmpty, reader.mustWaitForInput { break }
                 let number = reader.lineNumber + 1
                 guard let line = try reader.nextLine({ (bytes) -> Line in
                     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return Line(number: number, json: nil) }

@@ -113,6 +113,48 @@ extension ImportCommandTests {
         await store.close()
     }
 
+    /// A batch is committed once its lines have come, while the producer stays quiet (it was
+    /// committed once 2,048 lines had come or the input ended).
+    @Test func aBatchFromAQuietPipeIsCommittedOnceItsLinesHaveCome() async throws {
+        let directory = TemporaryDirectory("strata-import-pipe")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let (writer, path) = try Self.quietPipe(in: directory, "lines.fifo", lines: (1...3).map {
+            #"{"entity": "Artist", "values": {"artistID": \#($0), "name": "A\#($0)"}}"#
+        })
+        let committed = Locked<[JSONLinesImporter.Event]>([])
+        let ended = Locked(false)
+        let importing = Task.detached { () -> Result<JSONLinesImporter.Summary, any Error> in
+            defer { ended.withLock { $0 = true } }
+            do {
+                var importer = JSONLinesImporter(store: store, batchSize: 2)
+                return .success(try await importer.run(try JSONLinesReader(path: path)) { event in
+                    if case .committed = event { committed.withLock { $0.append(event) } }
+                })
+            } catch {
+                return .failure(error)
+            }
+        }
+        // The input ends after 30 s whatever happens, unless the test has closed it first.
+        let open = Locked<Int32?>(writer)
+        @Sendable func closeInput() -> Bool {
+            open.withLock { open -> Bool in
+                guard let fd = open else { return false }
+                close(fd)
+                open = nil
+                return true
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(30 * TestTiming.slowdown)) { _ = closeInput() }
+        let firstBatch = await eventually(within: 60) { !committed.withLock(\.isEmpty) || ended.withLock { $0 } }
+        let stillOpen = closeInput()
+        #expect(firstBatch && stillOpen, "the first batch of two lines was committed only when the input ended")
+        #expect(committed.withLock { $0.first } == .committed(transaction: 1, lines: 2))
+        #expect(try await importing.value.get().lines == 3)
+        #expect(store.currentGeneration.count(of: "Artist") == 3)
+        await store.close()
+    }
+
     @Test func importsWaitingOnQuietPipesLeaveThePoolToOtherTasks() async throws {
         let directory = TemporaryDirectory("strata-import-pipes")
         defer { directory.remove() }
