@@ -1079,9 +1079,13 @@ extension ObjectGraph {
             }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
             // Only the keys the save changed: the rest of its row may be older than what this
-            // context holds (a state it handed to its parent that is not committed yet).
+            // context holds (a state it handed to its parent that is not committed yet). The
+            // other keys are the row merged last: under `error` an object keeping a conflict
+            // for its next save keeps its old base, and a second merge built on it undid what
+            // the first had merged — in the values shown and in the row a rollback takes (an
+            // artist lost the album a first merge had listed).
             var theirs = row
-            if let keys = changedKeys[id], let base = object.base {
+            if let keys = changedKeys[id], let base = object.mergedRowInConflict?.values ?? object.base {
                 theirs = base
                 let names = schema.layout.entities[object.entityIndex].propertyNames
                 for key in keys { if let index = names.firstIndex(of: key) { theirs[index] = row[index] } }

@@ -41,3 +41,61 @@ import Testing
         await store.close()
     }
 }
+
+/// A context holding a conflict kept for its next save (merge policy `error`) merges a
+/// second transaction: the merged row it keeps for a rollback, and the values it shows of
+/// the keys it did not change, still have what the first merge took.
+extension RollbackAfterMergeTests {
+    @Test("a second merge into an object holding a conflict keeps what the first merged",
+          arguments: [false, true], [false, true])
+    func secondMergeIntoAConflictKeepsTheFirst(child: Bool, ownAlbum: Bool) async throws {
+        let directory = TemporaryDirectory("strata-rollback-after-merge")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
+        let context = child ? ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view") : writer
+        await context.perform { c in
+            let artist = c.object(with: o.a1, as: Artist.self)
+            artist.name = "ours"
+            guard ownAlbum else { return }
+            let album = c.insert(Album.self)
+            album.albumID = 50
+            album.title = "ours"
+            album.artist = artist
+        }
+        // Another context renames the artist (a conflict, kept) and gives it an album; then
+        // renames it again.
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let saves = other.didSave()
+        let theirs = await other.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "theirs"
+            let album = c.insert(Album.self)
+            album.albumID = 60
+            album.title = "theirs"
+            album.artist = c.object(with: o.a1, as: Artist.self)
+            return album.objectID
+        }
+        try await other.save()
+        let first = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs again" }
+        try await other.save()
+        let second = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        for commit in [first, second] {
+            if child { await writer.merge(commit) }
+            await context.merge(commit)
+        }
+        let merged = await context.perform { c in Set(c.object(with: o.a1, as: Artist.self).albums.map(\.objectID)) }
+        #expect(merged.contains(theirs), "after the second merge the artist lists \(merged.sorted())")
+        await context.rollback()
+        let (name, shown) = await context.perform { c in
+            let artist = c.object(with: o.a1, as: Artist.self)
+            return (artist.name, artist.albums.map(\.objectID).sorted())
+        }
+        #expect(name == "theirs again")
+        #expect(shown == [o.x, theirs].sorted(), "after the rollback: \(shown)")
+        #expect(store.currentGeneration.value(o.a1, "albums") == .objects([o.x, theirs]))
+        await store.close()
+    }
+}
