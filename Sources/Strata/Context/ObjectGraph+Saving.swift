@@ -1091,8 +1091,9 @@ extension ObjectGraph {
                 for key in keys { if let index = names.firstIndex(of: key) { theirs[index] = row[index] } }
             }
             // Never go back: the object may already hold a newer state (read after this
-            // transaction, or rebased by a save that followed it).
-            if let transaction = save.transaction, object.baseVersion >= transaction {
+            // transaction, or rebased by a save that followed it, or merged from a later one
+            // while it keeps a conflict, whose base stays older).
+            if let transaction = save.transaction, max(object.baseVersion, object.mergedRowInConflict?.version ?? 0) >= transaction {
                 if object.lifecycle == .persistent, !object.changedKeys.isEmpty { leftUnchanged[id] = object.storage }
                 continue
             }

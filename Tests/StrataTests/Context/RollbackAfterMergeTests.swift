@@ -99,3 +99,39 @@ extension RollbackAfterMergeTests {
         await store.close()
     }
 }
+
+/// Merges handed to a context out of order: an object keeping a conflict for its next save
+/// (merge policy `error`) does not go back to the older transaction's values, as an object
+/// without changes does not.
+extension RollbackAfterMergeTests {
+    @Test func anOlderMergeAfterANewerOneLeavesAConflictAsTheNewerMadeIt() async throws {
+        let directory = TemporaryDirectory("strata-rollback-after-merge")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let context = ObjectContext(coordinator: coordinator, executor: .privateQueue("view"), name: "view")
+        await context.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "ours"
+            _ = c.object(with: o.a2, as: Artist.self).name
+        }
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let saves = other.didSave()
+        var commits: [DidSave] = []
+        for name in ["first", "second"] {
+            await other.perform { c in
+                c.object(with: o.a1, as: Artist.self).name = name
+                c.object(with: o.a2, as: Artist.self).name = name
+            }
+            try await other.save()
+            commits.append(try #require(await firstElement(of: saves, timeout: .seconds(10))))
+        }
+        for commit in commits.reversed() { await context.merge(commit) }
+        let unchanged = await context.perform { c in c.object(with: o.a2, as: Artist.self).name }
+        #expect(unchanged == "second")
+        await context.rollback()
+        let name = await context.perform { c in c.object(with: o.a1, as: Artist.self).name }
+        #expect(name == "second", "after the rollback the artist is named \(String(describing: name))")
+        await store.close()
+    }
+}
