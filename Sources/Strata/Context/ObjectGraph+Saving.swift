@@ -1118,6 +1118,13 @@ extension ObjectGraph {
                     object.storage = theirs
                     object.base = theirs
                 }
+                // Deleted while keeping a conflict from an earlier merge: a rollback takes the
+                // merged row over the base, so it is this one now (it took the earlier merge's
+                // row back: a song on the album that save had moved it to, whose songs no
+                // longer listed it).
+                if object.lifecycle == .deleted, object.mergedRowInConflict != nil {
+                    object.mergedRowInConflict = (theirs, version)
+                }
                 if object.lifecycle == .persistent {
                     guard object.storage != theirs || object.baseVersion != version else { continue }
                     let valuesChanged = object.storage != theirs
@@ -1136,7 +1143,7 @@ extension ObjectGraph {
         // Inverses last, once every object the save changed holds its merged values: what
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
-        forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true })
+        forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true }, pending: save.transaction == nil)
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         // The delete rules of a pending deletion reach what the save related to the object (an
         // album added to an artist deleted here is deleted by its cascade), as they reached
@@ -1265,7 +1272,12 @@ extension ObjectGraph {
     /// and did not keep it as a conflict): a rollback must not bring back an object deleted
     /// elsewhere that the parent no longer shows (it once did, in a child only, and the
     /// child's fetches followed it).
-    private func forgetReferences(toDeleted ids: [ObjectID]) {
+    ///
+    /// `pending`: deletions the parent holds, not committed (what it announces to the
+    /// children following it, saves into it): the bases let go in any case, as the parent
+    /// reads them — it may show no row of the object (deleted there too), or one that names
+    /// the deleted object again (a rollback since, announced next).
+    private func forgetReferences(toDeleted ids: [ObjectID], pending: Bool = false) {
         guard !ids.isEmpty else { return }
         let gone = Set(ids)
         var candidates = inserted.union(updated)
@@ -1290,11 +1302,17 @@ extension ObjectGraph {
             guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
             var shown: [Value]?? = .none
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                if let base = object.base, without(base[index]) != nil {
+                if let base = object.base, let readLessGone = without(base[index]) {
                     if shown == nil { shown = .some(view.row(id)?.values) }
-                    if let row = shown!, without(row[index]) == nil {
+                    // A deletion the parent holds pending: what the key lets go of is the parent's
+                    // doing, not a change of this context's. (Left as one — a list less an album
+                    // the parent's cascade had taken — it outlived the parent's rollback, and the
+                    // next save sent the removal: the parent's artist no longer listed an album
+                    // naming it, and the parent's save was refused as an inverse violation.)
+                    let shownValue = shown!.flatMap { without($0[index]) == nil ? $0[index] : nil } ?? (pending ? readLessGone : nil)
+                    if let value = shownValue {
                         let read = base[index]
-                        object.base![index] = row[index]
+                        object.base![index] = value
                         if object.lifecycle == .persistent {
                             // The key shows the parent's value on top of which its own changes
                             // stay: unchanged, it takes the row's; a list changed here merges them.
@@ -1303,12 +1321,12 @@ extension ObjectGraph {
                             // added since became a removal of this context's, which its next save
                             // sent, and the parent's save was refused as an inverse violation.)
                             if object.storage[index] == read {
-                                object.storage[index] = row[index]
+                                object.storage[index] = value
                                 pendingNotification.refreshed.insert(id)
                             } else if info!.isToMany {
-                                object.storage[index] = Value.mergedList(base: read, ours: object.storage[index], theirs: row[index])
+                                object.storage[index] = Value.mergedList(base: read, ours: object.storage[index], theirs: value)
                             }
-                            if object.storage[index] == row[index] { object.changedKeys.remove(index) }
+                            if object.storage[index] == value { object.changedKeys.remove(index) }
                             setTracking(object)
                         }
                     }

@@ -135,3 +135,45 @@ extension RollbackAfterMergeTests {
         await store.close()
     }
 }
+
+/// An object keeping a conflict for its next save (merge policy `error`) is deleted, then
+/// merges another transaction: a rollback brings it back with that transaction's values,
+/// not those of the merge that kept the conflict.
+extension RollbackAfterMergeTests {
+    @Test("a merge into a deleted object holding a conflict is the row a rollback takes", arguments: [false, true])
+    func mergeIntoADeletedConflictIsTheRowARollbackTakes(child: Bool) async throws {
+        let directory = TemporaryDirectory("strata-rollback-after-merge")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
+        let context = child ? ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view") : writer
+        await context.perform { c in
+            _ = c.object(with: o.y, as: Album.self).songs
+            c.object(with: o.s, as: Song.self).album = nil
+        }
+        // Another context moves the song to the other album (a conflict, kept); the song is
+        // deleted here; the other context moves it back.
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let saves = other.didSave()
+        var commits: [DidSave] = []
+        for album in [o.y, o.x] {
+            await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: album, as: Album.self) }
+            try await other.save()
+            commits.append(try #require(await firstElement(of: saves, timeout: .seconds(10))))
+            if child { await writer.merge(commits.last!) }
+            await context.merge(commits.last!)
+            if album == o.y { await context.perform { c in c.delete(c.object(with: o.s)) } }
+        }
+        await context.rollback()
+        let (album, x, y) = await context.perform { c in
+            (c.object(with: o.s, as: Song.self).album?.objectID,
+             c.object(with: o.x, as: Album.self).songs.map(\.objectID), c.object(with: o.y, as: Album.self).songs.map(\.objectID))
+        }
+        #expect(album == o.x, "after the rollback the song is on \(String(describing: album))")
+        #expect(x == [o.s] && y.isEmpty, "after the rollback the albums list \(x) and \(y)")
+        #expect(store.currentGeneration.value(o.s, "album") == .object(o.x))
+        await store.close()
+    }
+}
