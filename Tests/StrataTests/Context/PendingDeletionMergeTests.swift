@@ -263,3 +263,56 @@ import Testing
         await f.close()
     }
 }
+
+/// A child following its parent's changes holds an artist with a change of its own; the
+/// parent, deleting the artist, merges an album for it that it had read and changed, which
+/// the deletion's cascade takes, then rolls the deletion back: the child lists the album again, and its save of the
+/// artist keeps it, as the parent and the store do.
+extension PendingDeletionMergeTests {
+    /// `lagging`: the child takes what the merge did once the parent has rolled back already.
+    @Test("a child following its parent takes back an album the parent's rolled-back cascade had taken", arguments: [false, true])
+    func childTakesBackAnAlbumOfARolledBackCascade(lagging: Bool) async throws {
+        let directory = TemporaryDirectory("strata-pending-deletion-merge")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("parent"), name: "parent")
+        let child = ObjectContext(parent: parent, executor: .privateQueue("child"), name: "child")
+        // What the parent hands to the children following it, handed over here in order.
+        let followed = parent.link.changes.subscribe()
+        func handOver(_ count: Int) async throws {
+            for _ in 0..<count { await child.merge(try #require(await firstElement(of: followed, timeout: .seconds(10)))) }
+        }
+        await child.perform { c in c.object(with: o.a2, as: Artist.self).name = "ours" }
+        await parent.perform { c in c.delete(c.object(with: o.a2)) }
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let saves = other.didSave()
+        let album = await other.perform { c in
+            let album = c.insert(Album.self)
+            album.albumID = 50
+            album.title = "theirs"
+            album.artist = c.object(with: o.a2, as: Artist.self)
+            return album.objectID
+        }
+        try await other.save()
+        let commit = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        // The parent reads the album before it merges the save, and retitles it.
+        await parent.perform { c in c.object(with: album, as: Album.self).title = "retitled" }
+        // The merge, then what it did beyond it: the cascade took the album.
+        await parent.merge(commit)
+        if !lagging { try await handOver(2) }
+        // What the rollback undid: the artist and its album are back.
+        await parent.rollback()
+        try await handOver(lagging ? 3 : 1)
+        let listed = await child.perform { c in c.object(with: o.a2, as: Artist.self).albums.map(\.objectID) }
+        #expect(listed == [album], "after the parent's rollback the child's artist lists \(listed)")
+        try await child.save()
+        let shown = await parent.perform { c in c.object(with: o.a2, as: Artist.self).albums.map(\.objectID) }
+        #expect(shown == [album], "after the child's save the parent's artist lists \(shown)")
+        await #expect(throws: Never.self) { try await parent.save() }
+        #expect(store.currentGeneration.value(o.a2, "albums") == .objects([album]))
+        #expect(store.currentGeneration.value(o.a2, "name") == .string("ours"))
+        await store.close()
+    }
+}
