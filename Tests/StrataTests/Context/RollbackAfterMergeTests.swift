@@ -7,13 +7,10 @@ import Testing
 @Suite struct RollbackAfterMergeTests {
     @Test("a list merged over a pending change shows the store's list after a rollback", arguments: [false, true])
     func rollbackAfterAListMerge(child: Bool) async throws {
-        let directory = TemporaryDirectory("strata-rollback-after-merge")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let f = try ContextFixture(child ? .child : .root, durability: .relaxed, label: "strata-rollback-after-merge")
+        let (store, coordinator, context) = (f.store, f.coordinator, f.context)
+        let writer = f.ancestors.first ?? context
         let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let context = child ? ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view") : writer
         await context.perform { c in
             _ = c.object(with: o.a1, as: Artist.self).albums
             let album = c.insert(Album.self)
@@ -38,7 +35,7 @@ import Testing
         let shown = await context.perform { c in c.object(with: o.a1, as: Artist.self).albums.map(\.objectID).sorted() }
         #expect(shown == [o.x, theirs].sorted(), "after the rollback: \(shown)")
         #expect(store.currentGeneration.value(o.a1, "albums") == .objects([o.x, theirs]))
-        await store.close()
+        await f.close()
     }
 }
 
@@ -49,13 +46,10 @@ extension RollbackAfterMergeTests {
     @Test("a second merge into an object holding a conflict keeps what the first merged",
           arguments: [false, true], [false, true])
     func secondMergeIntoAConflictKeepsTheFirst(child: Bool, ownAlbum: Bool) async throws {
-        let directory = TemporaryDirectory("strata-rollback-after-merge")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let f = try ContextFixture(child ? .child : .root, durability: .relaxed, label: "strata-rollback-after-merge")
+        let (store, coordinator, context) = (f.store, f.coordinator, f.context)
+        let writer = f.ancestors.first ?? context
         let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let context = child ? ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view") : writer
         await context.perform { c in
             let artist = c.object(with: o.a1, as: Artist.self)
             artist.name = "ours"
@@ -96,7 +90,7 @@ extension RollbackAfterMergeTests {
         #expect(name == "theirs again")
         #expect(shown == [o.x, theirs].sorted(), "after the rollback: \(shown)")
         #expect(store.currentGeneration.value(o.a1, "albums") == .objects([o.x, theirs]))
-        await store.close()
+        await f.close()
     }
 }
 
@@ -105,12 +99,9 @@ extension RollbackAfterMergeTests {
 /// without changes does not.
 extension RollbackAfterMergeTests {
     @Test func anOlderMergeAfterANewerOneLeavesAConflictAsTheNewerMadeIt() async throws {
-        let directory = TemporaryDirectory("strata-rollback-after-merge")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let f = try ContextFixture(.root, durability: .relaxed, label: "strata-rollback-after-merge")
+        let (store, coordinator, context) = (f.store, f.coordinator, f.context)
         let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let context = ObjectContext(coordinator: coordinator, executor: .privateQueue("view"), name: "view")
         await context.perform { c in
             c.object(with: o.a1, as: Artist.self).name = "ours"
             _ = c.object(with: o.a2, as: Artist.self).name
@@ -132,7 +123,7 @@ extension RollbackAfterMergeTests {
         await context.rollback()
         let name = await context.perform { c in c.object(with: o.a1, as: Artist.self).name }
         #expect(name == "second", "after the rollback the artist is named \(String(describing: name))")
-        await store.close()
+        await f.close()
     }
 }
 
@@ -142,13 +133,10 @@ extension RollbackAfterMergeTests {
 extension RollbackAfterMergeTests {
     @Test("a merge into a deleted object holding a conflict is the row a rollback takes", arguments: [false, true])
     func mergeIntoADeletedConflictIsTheRowARollbackTakes(child: Bool) async throws {
-        let directory = TemporaryDirectory("strata-rollback-after-merge")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let f = try ContextFixture(child ? .child : .root, durability: .relaxed, label: "strata-rollback-after-merge")
+        let (store, coordinator, context) = (f.store, f.coordinator, f.context)
+        let writer = f.ancestors.first ?? context
         let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let context = child ? ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view") : writer
         await context.perform { c in
             _ = c.object(with: o.y, as: Album.self).songs
             c.object(with: o.s, as: Song.self).album = nil
@@ -174,6 +162,6 @@ extension RollbackAfterMergeTests {
         #expect(album == o.x, "after the rollback the song is on \(String(describing: album))")
         #expect(x == [o.s] && y.isEmpty, "after the rollback the albums list \(x) and \(y)")
         #expect(store.currentGeneration.value(o.s, "album") == .object(o.x))
-        await store.close()
+        await f.close()
     }
 }
