@@ -614,14 +614,39 @@ final class ObjectGraph {
     /// Removes `source` from `target`'s relationship at `inverseIndex`.
     private func removeInverse(of source: ObjectID, from target: ManagedObject, at inverseIndex: Int) {
         load(target)
-        if !Self.targets(target.storage[inverseIndex]).contains(source), target.lifecycle == .persistent,
-            !target.changedKeys.contains(inverseIndex)
-        {
-            // The target was read before the source changed elsewhere: read it again, so that
-            // the save changes both sides as they are now (or reports the conflict).
-            refresh(target, mergeChanges: true)
+        if !Self.targets(target.storage[inverseIndex]).contains(source), target.lifecycle == .persistent {
+            if !target.changedKeys.contains(inverseIndex) {
+                // The target was read before the source changed elsewhere: read it again, so
+                // that the save changes both sides as they are now (or reports the conflict).
+                refresh(target, mergeChanges: true)
+            } else {
+                catchUpList(of: target, at: inverseIndex)
+            }
         }
         letGo(of: source, in: target, at: inverseIndex)
+    }
+
+    /// A to-many list changed here, read before what this context reads through changed it:
+    /// the list takes that change under its own (a three-way merge), and its base takes the
+    /// list as read now — so that letting go of an object that joined it since is a change
+    /// of this context's, which its save sends. (Left on the old base, the list kept an
+    /// album that joined it elsewhere and that this context had moved to another artist:
+    /// the other save's addition merged back into it, here or at the store, and the save
+    /// was refused as an inverse violation.)
+    private func catchUpList(of target: ManagedObject, at index: Int) {
+        guard relationships[target.entityIndex][index]?.isToMany == true, let base = target.base,
+            let row = link.sourceView().row(target.objectID)
+        else { return }
+        let read = target.mergedRowInConflict?.values[index] ?? base[index]
+        let now = row.values[index]
+        guard now != read else { return }
+        let merged = Value.mergedList(base: read, ours: target.storage[index], theirs: now)
+        target.base![index] = now
+        if var kept = target.mergedRowInConflict {
+            kept.values[index] = now
+            target.mergedRowInConflict = kept
+        }
+        setPrimitive(target, index: index, value: merged)
     }
 
     /// Takes `id` out of `target`'s relationship at `index` (a change), if it refers to it.
