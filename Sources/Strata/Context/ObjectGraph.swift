@@ -742,6 +742,15 @@ final class ObjectGraph {
             for id in targets {
                 let target = self.object(with: id)
                 load(target)
+                // Read before it joined the object elsewhere (the object read after): read
+                // again, it belongs to the object and goes with it. (Left as read, it stayed;
+                // merged, it named the deleted object.)
+                if target.lifecycle == .persistent, !target.changedKeys.contains(info.inverseIndex),
+                    !target.storage[info.inverseIndex].refers(to: object.objectID),
+                    link.sourceView().row(id)?.values[info.inverseIndex].refers(to: object.objectID) == true
+                {
+                    refresh(target, mergeChanges: true)
+                }
                 // Only what still belongs to the object: a parent applying a child's save
                 // can hold a list the child emptied by moving its members elsewhere (the
                 // deleted object's own update is not sent), and those members stay.
