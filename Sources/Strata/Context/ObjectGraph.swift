@@ -509,6 +509,14 @@ final class ObjectGraph {
             object.changedKeys.insert(index)
         case .persistent:
             if object.base?[index] == value { object.changedKeys.remove(index) } else { object.changedKeys.insert(index) }
+            if object.changedKeys.isEmpty, object.deletedInConflict {
+                // Deleted elsewhere and kept for its changes, the last of which is gone: nothing
+                // keeps it now, as a merge keeps no object without changes. (It stayed alive,
+                // through a rollback too, showing an album the store had deleted.)
+                if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
+                makeTombstone(object)
+                return
+            }
             if object.changedKeys.isEmpty { updated.remove(object.objectID) } else { updated.insert(object.objectID) }
         case .deleted, .discarded, .deletedElsewhere:
             return  // a snapshot being tidied (inverse maintenance), not a change to save
