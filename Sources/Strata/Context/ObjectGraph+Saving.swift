@@ -406,6 +406,7 @@ extension ObjectGraph {
         // change on a base still naming the deleted object, a rollback brought it back.) A
         // save to the store meeting such a merge is refused instead (the store's row names
         // the object the save deletes), or its merge policy keeps the object.
+        if let committed, !kept.isEmpty { takeBackCascades(ofKept: kept, capture: capture, committed: committed) }
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
             if !gone.isEmpty { forgetReferences(toDeleted: gone) }
@@ -428,6 +429,40 @@ extension ObjectGraph {
         }
         forgetUnheldUniques()
         return (kept, keptValues)
+    }
+
+    /// Deletions the store's merge policy kept (the objects changed since they were read):
+    /// objects a merge related to them while the save was in flight, which their `cascade`
+    /// rules deleted here then (pending), come back as committed, with what their own rules
+    /// did — those objects had been deleted only because the kept ones were. (An album
+    /// another context gave an artist whose deletion was being saved stayed a pending
+    /// deletion while the artist came back listing it, and the next save was refused as an
+    /// inverse violation.)
+    private func takeBackCascades(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation) {
+        let captured = Set(capture.deleted.map(\.objectID))
+        var owners = kept
+        while let ownerID = owners.popLast() {
+            guard let owner = registered[ownerID], owner.lifecycle == .persistent, owner.isLoaded else { continue }
+            for (index, info) in relationships[owner.entityIndex].enumerated() {
+                guard let info, info.deleteRule == .cascade else { continue }
+                for id in Self.targets(owner.storage[index]) where !captured.contains(id) {
+                    guard let target = registered[id], target.lifecycle == .deleted, let row = committed.object(id),
+                        row.values[info.inverseIndex].refers(to: ownerID)
+                    else { continue }
+                    target.lifecycle = .persistent
+                    target.storage = row.values
+                    target.base = row.values
+                    target.baseVersion = row.version
+                    target.changedKeys = []
+                    setTracking(target)
+                    noteChanged(target)
+                    pendingNotification.deleted.remove(id)
+                    pendingNotification.inserted.insert(id)
+                    restoreKeptInverses(target)
+                    owners.append(id)
+                }
+            }
+        }
     }
 
     /// After a save to the store: objects the commit changed that the save did not send —

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// A save deleting an artist that another context gave a new album meanwhile: the store's
+/// merge policy (`storeWins`) keeps the artist. A merge of the other commit while the save
+/// is in flight took the album by the artist's pending `cascade` rule; once the store kept
+/// the artist, the album is back too, as committed, with nothing pending. (It stayed a
+/// pending deletion while the artist came back listing it: the context no longer showed an
+/// album the store held, and its next save would have deleted it.)
+@Suite struct KeptDeletionInFlightTests {
+    @Test("an object a kept deletion's cascade took while the save was in flight comes back with it")
+    @MainActor
+    func cascadeOfAKeptDeletionIsTakenBack() async throws {
+        let directory = TemporaryDirectory("strata-kept-deletion-in-flight")
+        defer { directory.remove() }
+        let hold = StoreWinsInFlightTests.SyncHold()
+        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
+        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
+                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        // On the main actor, so that its save waits for durability without holding the
+        // context: the merge below runs while the save is in flight.
+        let context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
+        let commits = store.commits()
+        // (With a change the store takes, so that the save has a transaction to write.)
+        await context.perform { c in
+            c.delete(c.object(with: o.a2, as: Artist.self))
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+        }
+        // Meanwhile another context gives A2 a new album, Z.
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let z = await other.perform { c in
+            let z = c.insert(Album.self)
+            z.albumID = 900
+            z.title = "Z"
+            z.artist = c.object(with: o.a2, as: Artist.self)
+            return z.objectID
+        }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+
+        hold.arm()
+        let saving = Task { @MainActor in try await context.save(mergePolicy: .storeWins) }
+        #expect(await signalled(hold.reached), "the save reached its sync")
+        // Merged while the save is in flight: A2 is pending deletion here, so its cascade takes Z.
+        let takenByCascade = await context.perform { c in
+            _ = c.merge(theirs)
+            return c.object(with: z, as: Album.self).isDeleted
+        }
+        #expect(takenByCascade)
+        hold.open()
+        _ = try await withTimeout(30, "the save") { try await saving.value }
+
+        #expect(store.currentGeneration.value(o.a2, "albums") == .objects([z]), "the store kept A2")
+        let (a2Albums, zAlive, zArtist, pending, problems) = await context.perform { c in
+            let a2 = c.object(with: o.a2, as: Artist.self)
+            let album = c.object(with: z, as: Album.self)
+            return (a2.albums.map(\.objectID), !album.isDeleted, album.artist?.objectID, c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(a2Albums == [z])
+        #expect(zAlive, "Z is back, as the store holds it")
+        #expect(zArtist == o.a2)
+        #expect(!pending, "nothing is pending")
+        #expect(problems.isEmpty, "\(problems)")
+        try await context.save()
+        #expect(store.currentGeneration.object(z) != nil)
+        #expect(store.currentGeneration.integrityProblems().isEmpty)
+        await store.close()
+    }
+}
