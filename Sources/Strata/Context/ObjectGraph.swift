@@ -1102,6 +1102,8 @@ final class ObjectGraph {
         // would otherwise give it the saved value); the other ways drop them.
         let setDuringSave = object.keysSetDuringSave ?? []
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
+        // The row its changes were made on (or merged last, for a conflict kept).
+        let read = object.mergedRowInConflict?.values ?? object.base
         object.mergedRowInConflict = nil
         if object.lifecycle == .deleted {
             // A pending deletion stays one (its delete rules changed other objects, which only
@@ -1116,7 +1118,15 @@ final class ObjectGraph {
             object.baseVersion = row.version
             object.changedKeys = []
             if object.keysSetDuringSave != nil { object.keysSetDuringSave = setDuringSave }
-            for (index, value) in kept where row.values[index] != value {
+            for (index, ours) in kept {
+                // A to-many list keeps its own additions and removals on top of the row's, as
+                // a merge does: kept whole, it listed a song another save had moved away, or
+                // dropped an album another save had added, and the save was refused.
+                var value = ours
+                if relationships[object.entityIndex][index]?.isToMany == true, let read {
+                    value = Value.mergedList(base: read[index], ours: ours, theirs: row.values[index])
+                }
+                guard row.values[index] != value else { continue }
                 object.storage[index] = value
                 object.changedKeys.insert(index)
             }
