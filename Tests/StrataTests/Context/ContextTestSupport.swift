@@ -121,10 +121,11 @@ func returns(within timeout: Duration, _ body: @escaping @Sendable () async -> B
 }
 
 /// Waits until `condition` holds in `context`, re-checking after each of its
-/// objects-did-change notifications, up to a hard timeout.
+/// objects-did-change notifications, up to a hard timeout (recorded as an issue, unless
+/// `reportingTimeout` is false).
 @discardableResult
 func waitUntil(
-    _ context: ObjectContext, _ what: String, timeout: Duration = .seconds(10),
+    _ context: ObjectContext, _ what: String, timeout: Duration = .seconds(10), reportingTimeout: Bool = true,
     _ condition: @escaping @Sendable (isolated ObjectContext) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
 ) async -> Bool {
     let changes = context.objectsDidChange()
@@ -135,7 +136,7 @@ func waitUntil(
         }
         return false
     }
-    if !held { Issue.record("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation) }
+    if !held && reportingTimeout { Issue.record("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation) }
     return held
 }
 
