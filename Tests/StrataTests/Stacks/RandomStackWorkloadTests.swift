@@ -2,55 +2,6 @@ import Foundation
 import Testing
 @testable import Strata
 
-/// What a context or a generation holds, object by object and key by key (to-many lists
-/// sorted: their order is not compared), for comparing the two.
-enum WorkloadSnapshot {
-    typealias Snap = [ObjectID: [String: Value]]
-
-    static func norm(_ v: Value, toMany: Bool) -> Value {
-        toMany ? .objects(v.referencedObjects.sorted()) : v
-    }
-
-    static func of(_ c: isolated ObjectContext) throws -> Snap {
-        var out: Snap = [:]
-        for e in c.schema.entities {
-            for o in try c.fetch(FetchRequest(entity: e.name)) {
-                var d: [String: Value] = [:]
-                for a in e.attributes { d[a.name] = o[a.name] }
-                for r in e.relationships { d[r.name] = norm(o[r.name], toMany: r.isToMany) }
-                out[o.objectID] = d
-            }
-        }
-        return out
-    }
-
-    static func of(_ g: Generation) -> Snap {
-        var out: Snap = [:]
-        for e in g.schema.entities {
-            for o in g.objects(of: e.name) {
-                var d: [String: Value] = [:]
-                for (i, a) in e.attributes.enumerated() { d[a.name] = o.values[i] }
-                for (j, r) in e.relationships.enumerated() { d[r.name] = norm(o.values[e.attributes.count + j], toMany: r.isToMany) }
-                out[o.id] = d
-            }
-        }
-        return out
-    }
-
-    static func diff(_ a: Snap, _ b: Snap, _ label: String) -> [String] {
-        var p: [String] = []
-        for id in Set(a.keys).union(b.keys).sorted() {
-            let x = a[id], y = b[id]
-            if x == y { continue }
-            guard let x, let y else { p.append("\(label): \(id) \(x == nil ? "missing in context" : "missing in store") (ctx \(String(describing: x)), store \(String(describing: y)))"); continue }
-            for k in Set(x.keys).union(y.keys).sorted() where x[k] != y[k] {
-                p.append("\(label): \(id).\(k) context \(String(describing: x[k])) store \(String(describing: y[k]))")
-            }
-        }
-        return p
-    }
-}
-
 /// A seeded random workload over every stack preset: the view, an editor (made, saved and
 /// dropped at random, with a random merge policy), a background and an import context
 /// insert, change, relate and delete artists, albums and songs, save through the stack,
@@ -220,6 +171,8 @@ enum WorkloadSnapshot {
         let liveRequests = [FetchRequest(entity: "Album", sortBy: [SortKey("title"), SortKey("albumID")]),
                             FetchRequest(entity: "Song", predicate: try ObjectPredicate(format: "album != nil"), sortBy: [SortKey("milliseconds")]),
                             FetchRequest(entity: "Artist")]
+        // Made and read only inside the view's `perform` (its isolation), one operation at a
+        // time, and held until the run ends: unchecked only because the closures capture them.
         nonisolated(unsafe) var liveAlbums: FetchedResults<Album>!
         nonisolated(unsafe) var liveSongs: FetchedResults<Song>!
         nonisolated(unsafe) var liveArtists: FetchedResults<Artist>!
