@@ -1280,8 +1280,18 @@ extension ObjectGraph {
                 setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
             case .null:
                 setPrimitive(target, index: inverse, value: .object(change.source))
+            case .object(let other) where other != change.source:
+                // Refers to another object by a change of its own, while the value kept refers
+                // to it: a pair is kept or dropped whole, so it goes back to the source and the
+                // other object lets go of it. (Left pointing elsewhere — an album moved here away
+                // from an artist that `rollback` took back — the next save was refused as an
+                // inverse violation.)
+                let previous = object(with: other)
+                load(previous)
+                if isAlive(previous) { letGo(of: id, in: previous, at: change.index) }
+                setPrimitive(target, index: inverse, value: .object(change.source))
             default:
-                break  // refers to another object by a change of its own: the next save checks it
+                break
             }
         }
     }
