@@ -328,9 +328,11 @@ struct CommitPlan {
     /// (its inverse as the store has it, for a to-one), one only the store's value refers to
     /// lists or refers to it again. Without this, the save the policy resolved was refused
     /// as an inverse violation unless the other sides had conflicted too (a context that
-    /// merged the other transaction before saving had taken its side of them). (An object
-    /// the change set gave another one instead still disagrees, and is refused as before.) A
-    /// change left setting the value the store has already is dropped too.
+    /// merged the other transaction before saving had taken its side of them). An object only
+    /// the store's value refers to, which the change set gave another object, goes back to
+    /// this one, and that object lets go of it: a pair is kept or dropped whole (it was
+    /// refused as an inverse violation). A change left setting the value the store has
+    /// already is dropped too.
     private mutating func keepOtherSidesInStep(with dropped: [DroppedRelationship]) {
         var position: [ObjectID: Int] = [:]
         for (i, update) in updates.enumerated() { position[update.id] = i }
@@ -361,6 +363,12 @@ struct CommitPlan {
                 switch updates[u].changes[c].value {
                 case .objects(let ids) where !ids.contains(change.id): updates[u].changes[c].value = .objects(ids + [change.id])
                 case .null: updates[u].changes[c].value = .object(change.id)
+                case .object(let other) where other != change.id:
+                    // The change set gave it another object: a pair is kept or dropped whole,
+                    // so it goes back to this one, and the other lets go of it (it was refused
+                    // as an inverse violation).
+                    updates[u].changes[c].value = .object(change.id)
+                    letGoInChangeSet(of: target, in: other, at: change.index, adjusting: &adjusted, entity: change.entity)
                 default: break
                 }
             }
@@ -377,6 +385,22 @@ struct CommitPlan {
             update.changes = update.changes.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
             return update.changes.isEmpty ? nil : update
         }
+    }
+
+    /// Takes `target` out of `owner`'s relationship at `index` as this change set gives it —
+    /// an inserted row's value, or an update's change of that key (noted in `adjusted`, so
+    /// that a change left setting the store's value is dropped).
+    private mutating func letGoInChangeSet(of target: ObjectID, in owner: ObjectID, at index: Int,
+                                           adjusting adjusted: inout [(update: Int, change: Int, entity: Int)], entity: Int) {
+        if let r = inserted.firstIndex(where: { $0.id == owner }) {
+            if let value = inserted[r].values[index].removingReferences(where: { $0 == target }) { inserted[r].values[index] = value }
+            return
+        }
+        guard let u = updates.firstIndex(where: { $0.id == owner }), let c = updates[u].changes.firstIndex(where: { $0.index == index }),
+            let value = updates[u].changes[c].value.removingReferences(where: { $0 == target })
+        else { return }
+        updates[u].changes[c].value = value
+        adjusted.append((u, c, entity))
     }
 
     /// Objects that must let go of another in a relationship's inverse — a target and the

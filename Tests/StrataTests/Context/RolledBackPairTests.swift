@@ -42,4 +42,34 @@ import Testing
         #expect(generation.value(o.x, "artist") == .object(o.a1))
         await f.close()
     }
+
+    /// The same, saved without merging the other save first: the store's `rollback` takes
+    /// the pair back whole too (it refused the save as an inverse violation).
+    @Test("a save under rollback takes back an album moved away from an artist another save changed", arguments: Tier.allCases)
+    func savedMovedAlbumGoesBack(tier: Tier) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        // Here: X moves from A1 to a new artist, and A1 is renamed.
+        let newArtist = await f.context.perform { c in
+            c.mergePolicy = .rollback
+            let artist = c.insert(Artist.self)
+            artist.artistID = 700
+            artist.createdAt = Date(timeIntervalSince1970: 0)
+            c.object(with: o.x, as: Album.self).artist = artist
+            c.object(with: o.a1, as: Artist.self).name = "ours"
+            return artist.objectID
+        }
+        for ancestor in f.ancestors { await ancestor.perform { c in c.mergePolicy = .rollback } }
+        // Elsewhere, straight to the store, A1 is renamed too.
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
+        try await other.save()
+        try await f.saveThrough()
+        let generation = f.generation
+        #expect(generation.integrityProblems().isEmpty)
+        #expect(generation.value(o.a1, "name") == .string("theirs"))
+        #expect(generation.value(o.x, "artist") == .object(o.a1), "X stays with A1, whose changes were rolled back")
+        #expect(generation.value(newArtist, "albums") == .objects([]))
+        await f.close()
+    }
 }
