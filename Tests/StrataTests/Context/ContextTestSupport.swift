@@ -216,3 +216,19 @@ extension ConstraintTests.Objects {
         x.title = "retitled"
     }
 }
+
+extension ContextFixture {
+    /// Makes `change` in another context saving where the fixture's context saves (a root
+    /// context on the same coordinator, or a sibling child: `PendingDeletionMergeTests.sibling(of:)`)
+    /// and saves it; returns what `change` returned and the save's did-save, for merging.
+    func saveElsewhere<T: Sendable>(
+        _ change: @escaping @Sendable (isolated ObjectContext) -> T, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (T, DidSave) {
+        let other = PendingDeletionMergeTests.sibling(of: self)
+        let saves = other.didSave()
+        let made = await other.perform { c in change(c) }
+        try await other.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)), sourceLocation: sourceLocation)
+        return (made, save)
+    }
+}

@@ -36,11 +36,7 @@ import Testing
             song.album = c.object(with: o.y, as: Album.self)
             return song.objectID
         }
-        let other = PendingDeletionMergeTests.sibling(of: f)
-        let saves = other.didSave()
-        await other.perform { c in c.delete(c.object(with: o.y, as: Album.self)) }
-        try await other.save()
-        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        let (_, save) = try await f.saveElsewhere { c in c.delete(c.object(with: o.y, as: Album.self)) }
         let conflicts = await f.context.merge(save)
         #expect(conflicts.map(\.object) == [o.y], "the deletion of an album changed here is a conflict")
         let (alive, problems) = await f.context.perform { c in

@@ -88,10 +88,7 @@ extension MergeDuringSaveTests {
     func deletionWhileTheWriterSavesTheInsertion() async throws {
         let directory = TemporaryDirectory("strata-merge-during-save")
         defer { directory.remove() }
-        let hold = StoreWinsInFlightTests.SyncHold()
-        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
-        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
-                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
         let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
         // As a stack's writer: its saves wait for the disk without holding its queue, so the
         // view's save lands in it meanwhile.

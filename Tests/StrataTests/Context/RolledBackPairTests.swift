@@ -20,11 +20,7 @@ import Testing
             a1.name = "ours"
         }
         // Elsewhere A1 is renamed too: a conflict, and the merge rolls A1 back.
-        let other = PendingDeletionMergeTests.sibling(of: f)
-        let saves = other.didSave()
-        await other.perform { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
-        try await other.save()
-        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        let (_, save) = try await f.saveElsewhere { c in c.object(with: o.a1, as: Artist.self).name = "theirs" }
         await f.context.merge(save)
         let (a1Albums, a2Albums, xArtist, name, problems) = await f.context.perform { c in
             let a1 = c.object(with: o.a1, as: Artist.self)

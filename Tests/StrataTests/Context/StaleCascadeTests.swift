@@ -14,11 +14,7 @@ import Testing
         // Y, without an artist, read here.
         await f.context.perform { c in _ = c.object(with: o.y, as: Album.self).title }
         // Elsewhere, Y joins A2 and is saved.
-        let other = PendingDeletionMergeTests.sibling(of: f)
-        let saves = other.didSave()
-        await other.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
-        try await other.save()
-        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        let (_, save) = try await f.saveElsewhere { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         // A2, read here after that save (listing Y), is deleted: its cascade takes Y.
         let yDeleted = await f.context.perform { c in
             c.delete(c.object(with: o.a2, as: Artist.self))

@@ -27,17 +27,13 @@ import Testing
             y.artist = c.object(with: o.a1, as: Artist.self)
         }
         // Elsewhere, Z joins A1 and is saved.
-        let other = PendingDeletionMergeTests.sibling(of: f)
-        let saves = other.didSave()
-        let z = await other.perform { c in
+        let (z, save) = try await f.saveElsewhere { c in
             let z = c.insert(Album.self)
             z.albumID = 900
             z.title = "Z"
             z.artist = c.object(with: o.a1, as: Artist.self)
             return z.objectID
         }
-        try await other.save()
-        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
         // Z, read here after that save, moves to A2.
         await f.context.perform { c in
             let album = c.object(with: z, as: Album.self)

@@ -14,10 +14,7 @@ extension StoreWinsInFlightTests {
     func listMergedWhileInFlight(policy: MergePolicy, setupMerged: Int) async throws {
         let directory = TemporaryDirectory("strata-store-wins-in-flight")
         defer { directory.remove() }
-        let hold = SyncHold()
-        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
-        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
-                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        let (store, hold) = try Self.storeHoldingSyncs(in: directory)
         let o = try await seedSongbook(store)
         let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
         // On the main actor, so that its save waits for durability without holding the

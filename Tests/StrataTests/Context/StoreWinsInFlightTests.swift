@@ -26,15 +26,21 @@ import Testing
         }
     }
 
+    /// A store at `.full` in `directory` whose syncs `hold` can stop, and the hold.
+    static func storeHoldingSyncs(in directory: TemporaryDirectory) throws -> (Store, SyncHold) {
+        let hold = SyncHold()
+        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
+        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
+                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        return (store, hold)
+    }
+
     @Test("a to-one the store kept, merged while the save was in flight, leaves the other side in step and nothing pending")
     @MainActor
     func mergedWhileInFlight() async throws {
         let directory = TemporaryDirectory("strata-store-wins-in-flight")
         defer { directory.remove() }
-        let hold = SyncHold()
-        let io = HookedFileIO(wrapping: POSIXFileIO()) { hold.hook($0) }
-        let store = try Store.create(at: directory.appending("store.strata"), schema: Fixtures.songbook,
-                                     configuration: Store.Configuration(durability: .full, fileIO: io))
+        let (store, hold) = try Self.storeHoldingSyncs(in: directory)
         let o = try await seedSongbook(store)
         let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
         // On the main actor, so that its save waits for durability without holding the
