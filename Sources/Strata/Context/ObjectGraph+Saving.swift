@@ -406,7 +406,7 @@ extension ObjectGraph {
         // change on a base still naming the deleted object, a rollback brought it back.) A
         // save to the store meeting such a merge is refused instead (the store's row names
         // the object the save deletes), or its merge policy keeps the object.
-        if let committed, !kept.isEmpty { takeBackCascades(ofKept: kept, capture: capture, committed: committed) }
+        if let committed, !kept.isEmpty { takeBackRules(ofKept: kept, capture: capture, committed: committed) }
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
             if !gone.isEmpty { forgetReferences(toDeleted: gone) }
@@ -432,15 +432,18 @@ extension ObjectGraph {
     }
 
     /// Deletions the store's merge policy kept (the objects changed since they were read):
-    /// objects a merge related to them while the save was in flight, which their `cascade`
-    /// rules deleted here then (pending), come back as committed, with what their own rules
-    /// did — those objects had been deleted only because the kept ones were. (An album
-    /// another context gave an artist whose deletion was being saved stayed a pending
-    /// deletion while the artist came back listing it, and the next save was refused as an
-    /// inverse violation.)
-    private func takeBackCascades(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation) {
+    /// what their delete rules did here to objects a merge related to them while the save
+    /// was in flight is taken back. Objects their `cascade` rules deleted then (pending) come
+    /// back as committed, with what their own rules did — they had been deleted only because
+    /// the kept ones were; objects their `nullify` rules made let go of them refer to them
+    /// again. (An album another context gave an artist whose deletion was being saved stayed
+    /// a pending deletion while the artist came back listing it; an album given a song whose
+    /// deletion was being saved kept a change without it while the song named the album: a
+    /// stack's writer kept that change, and its next save was refused as an inverse violation.)
+    private func takeBackRules(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation) {
         let captured = Set(capture.deleted.map(\.objectID))
         var owners = kept
+        var back = kept
         while let ownerID = owners.popLast() {
             guard let owner = registered[ownerID], owner.lifecycle == .persistent, owner.isLoaded else { continue }
             for (index, info) in relationships[owner.entityIndex].enumerated() {
@@ -458,11 +461,13 @@ extension ObjectGraph {
                     noteChanged(target)
                     pendingNotification.deleted.remove(id)
                     pendingNotification.inserted.insert(id)
-                    restoreKeptInverses(target)
                     owners.append(id)
+                    back.append(id)
                 }
             }
         }
+        // Once every object taken back is: the other sides refer to them again.
+        for id in back { if let object = registered[id] { restoreKeptInverses(object) } }
     }
 
     /// After a save to the store: objects the commit changed that the save did not send —

@@ -66,4 +66,56 @@ import Testing
         #expect(store.currentGeneration.integrityProblems().isEmpty)
         await store.close()
     }
+
+    /// The same with a `nullify` rule: another context moves a song this save deletes to
+    /// another album; merged while the save is in flight, the album lets go of the song
+    /// pending deletion. Once the store kept the song, the album lists it again, with nothing
+    /// pending. (It stayed a pending change without the song, which named the album: the
+    /// writer of a `hybrid` stack kept it, and the view never showed the song on the album.)
+    @Test("an object a kept deletion's nullify rule changed while the save was in flight refers to it again")
+    @MainActor
+    func nullifyOfAKeptDeletionIsTakenBack() async throws {
+        let directory = TemporaryDirectory("strata-kept-deletion-in-flight")
+        defer { directory.remove() }
+        let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
+        let commits = store.commits()
+        await context.perform { c in
+            _ = c.object(with: o.y, as: Album.self).songs  // Y held here, so that the merge changes it
+            c.delete(c.object(with: o.s, as: Song.self))
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+        }
+        // Meanwhile another context moves S to Y.
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+
+        hold.arm()
+        let saving = Task { @MainActor in try await context.save(mergePolicy: .storeWins) }
+        #expect(await signalled(hold.reached), "the save reached its sync")
+        // Merged while the save is in flight: S is pending deletion here, so Y lets go of it.
+        let yLetGo = await context.perform { c in
+            _ = c.merge(theirs)
+            return c.object(with: o.y, as: Album.self).songs.isEmpty
+        }
+        #expect(yLetGo)
+        hold.open()
+        _ = try await withTimeout(30, "the save") { try await saving.value }
+
+        #expect(store.currentGeneration.value(o.s, "album") == .object(o.y), "the store kept S, on Y")
+        let (ySongs, sAlbum, pending, problems) = await context.perform { c in
+            (c.object(with: o.y, as: Album.self).songs.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID,
+             c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(ySongs == [o.s], "Y lists S again")
+        #expect(sAlbum == o.y)
+        #expect(!pending, "nothing is pending")
+        #expect(problems.isEmpty, "\(problems)")
+        try await context.save()
+        #expect(store.currentGeneration.integrityProblems().isEmpty)
+        await store.close()
+    }
 }
