@@ -381,15 +381,7 @@ extension ObjectGraph {
             if let stays {
                 // The merge policy dropped the deletion: the object stays, as committed (or as
                 // the parent holds it).
-                object.lifecycle = .persistent
-                object.storage = stays.values
-                object.base = stays.values
-                object.baseVersion = stays.version
-                object.changedKeys = []
-                object.deletedInConflict = false
-                setTracking(object)
-                noteChanged(object)
-                pendingNotification.inserted.insert(object.objectID)
+                bringBack(object, values: stays.values, version: stays.version)
                 kept.append(object.objectID)
                 continue
             }
@@ -431,6 +423,21 @@ extension ObjectGraph {
         return (kept, keptValues)
     }
 
+    /// An object pending deletion here whose deletion did not happen after all: it shows
+    /// `values` (as of `version`) again, with nothing pending, announced as inserted.
+    private func bringBack(_ object: ManagedObject, values: [Value], version: UInt64) {
+        object.lifecycle = .persistent
+        object.storage = values
+        object.base = values
+        object.baseVersion = version
+        object.changedKeys = []
+        object.deletedInConflict = false
+        setTracking(object)
+        noteChanged(object)
+        pendingNotification.deleted.remove(object.objectID)
+        pendingNotification.inserted.insert(object.objectID)
+    }
+
     /// Deletions the store's merge policy kept (the objects changed since they were read):
     /// what their delete rules did here to objects a merge related to them while the save
     /// was in flight is taken back. Objects their `cascade` rules deleted then (pending) come
@@ -452,15 +459,7 @@ extension ObjectGraph {
                     guard let target = registered[id], target.lifecycle == .deleted, let row = committed.object(id),
                         row.values[info.inverseIndex].refers(to: ownerID)
                     else { continue }
-                    target.lifecycle = .persistent
-                    target.storage = row.values
-                    target.base = row.values
-                    target.baseVersion = row.version
-                    target.changedKeys = []
-                    setTracking(target)
-                    noteChanged(target)
-                    pendingNotification.deleted.remove(id)
-                    pendingNotification.inserted.insert(id)
+                    bringBack(target, values: row.values, version: row.version)
                     owners.append(id)
                     back.append(id)
                 }
