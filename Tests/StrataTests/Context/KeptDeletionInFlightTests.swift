@@ -9,25 +9,60 @@ import Testing
 /// pending deletion while the artist came back listing it: the context no longer showed an
 /// album the store held, and its next save would have deleted it.)
 @Suite struct KeptDeletionInFlightTests {
+    /// A seeded store whose syncs can be held, and a main-actor context on it — so that its
+    /// save waits for durability without holding the context, and a merge runs while the
+    /// save is in flight.
+    @MainActor
+    struct InFlight {
+        let directory = TemporaryDirectory("strata-kept-deletion-in-flight")
+        let store: Store
+        let hold: StoreWinsInFlightTests.SyncHold
+        let o: ConstraintTests.Objects
+        let coordinator: Coordinator
+        let context: ObjectContext
+        /// The store's commits, from before the seed's.
+        let commits: AsyncStream<CommitNotification>
+
+        init() async throws {
+            (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
+            o = try await seedSongbook(store)
+            coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+            context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
+            commits = store.commits()
+        }
+
+        /// Saves the context under `storeWins` with its sync held, merges `theirs` into it
+        /// meanwhile and returns what `inFlight` found then; returns once the save has.
+        func saveMerging<T: Sendable>(
+            _ theirs: CommitNotification, inFlight: @escaping @Sendable (isolated ObjectContext) -> T
+        ) async throws -> T {
+            hold.arm()
+            let context = self.context
+            let saving = Task { @MainActor in try await context.save(mergePolicy: .storeWins) }
+            #expect(await signalled(hold.reached), "the save reached its sync")
+            let found = await context.perform { c in
+                _ = c.merge(theirs)
+                return inFlight(c)
+            }
+            hold.open()
+            _ = try await withTimeout(30, "the save") { try await saving.value }
+            return found
+        }
+    }
+
     @Test("an object a kept deletion's cascade took while the save was in flight comes back with it")
     @MainActor
     func cascadeOfAKeptDeletionIsTakenBack() async throws {
-        let directory = TemporaryDirectory("strata-kept-deletion-in-flight")
-        defer { directory.remove() }
-        let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        // On the main actor, so that its save waits for durability without holding the
-        // context: the merge below runs while the save is in flight.
-        let context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
-        let commits = store.commits()
+        let f = try await InFlight()
+        defer { f.directory.remove() }
+        let (store, o, context) = (f.store, f.o, f.context)
         // (With a change the store takes, so that the save has a transaction to write.)
         await context.perform { c in
             c.delete(c.object(with: o.a2, as: Artist.self))
             c.object(with: o.a1, as: Artist.self).name = "renamed"
         }
         // Meanwhile another context gives A2 a new album, Z.
-        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
         let z = await other.perform { c in
             let z = c.insert(Album.self)
             z.albumID = 900
@@ -36,19 +71,11 @@ import Testing
             return z.objectID
         }
         try await other.save()
-        let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
 
-        hold.arm()
-        let saving = Task { @MainActor in try await context.save(mergePolicy: .storeWins) }
-        #expect(await signalled(hold.reached), "the save reached its sync")
         // Merged while the save is in flight: A2 is pending deletion here, so its cascade takes Z.
-        let takenByCascade = await context.perform { c in
-            _ = c.merge(theirs)
-            return c.object(with: z, as: Album.self).isDeleted
-        }
+        let takenByCascade = try await f.saveMerging(theirs) { c in c.object(with: z, as: Album.self).isDeleted }
         #expect(takenByCascade)
-        hold.open()
-        _ = try await withTimeout(30, "the save") { try await saving.value }
 
         #expect(store.currentGeneration.value(o.a2, "albums") == .objects([z]), "the store kept A2")
         let (a2Albums, zAlive, zArtist, pending, problems) = await context.perform { c in
@@ -75,35 +102,23 @@ import Testing
     @Test("an object a kept deletion's nullify rule changed while the save was in flight refers to it again")
     @MainActor
     func nullifyOfAKeptDeletionIsTakenBack() async throws {
-        let directory = TemporaryDirectory("strata-kept-deletion-in-flight")
-        defer { directory.remove() }
-        let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
-        let commits = store.commits()
+        let f = try await InFlight()
+        defer { f.directory.remove() }
+        let (store, o, context) = (f.store, f.o, f.context)
         await context.perform { c in
             _ = c.object(with: o.y, as: Album.self).songs  // Y held here, so that the merge changes it
             c.delete(c.object(with: o.s, as: Song.self))
             c.object(with: o.a1, as: Artist.self).name = "renamed"
         }
         // Meanwhile another context moves S to Y.
-        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
         await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
         try await other.save()
-        let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
 
-        hold.arm()
-        let saving = Task { @MainActor in try await context.save(mergePolicy: .storeWins) }
-        #expect(await signalled(hold.reached), "the save reached its sync")
         // Merged while the save is in flight: S is pending deletion here, so Y lets go of it.
-        let yLetGo = await context.perform { c in
-            _ = c.merge(theirs)
-            return c.object(with: o.y, as: Album.self).songs.isEmpty
-        }
+        let yLetGo = try await f.saveMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
         #expect(yLetGo)
-        hold.open()
-        _ = try await withTimeout(30, "the save") { try await saving.value }
 
         #expect(store.currentGeneration.value(o.s, "album") == .object(o.y), "the store kept S, on Y")
         let (ySongs, sAlbum, pending, problems) = await context.perform { c in
