@@ -56,6 +56,9 @@ open class ManagedObject {
     /// save (merge policy `error`): its base stays the old row, so that the save reports
     /// the conflict, and a rollback takes this one instead.
     final var mergedRowInConflict: (values: [Value], version: UInt64)?
+    /// The row its changes stand on as merged last: the one kept with a conflict, or else
+    /// its base.
+    final var rowMergedLast: [Value]? { mergedRowInConflict?.values ?? base }
     /// Another context's save deleted the object while it held changes here, under merge
     /// policy `error`: the changes stay for the next save to report the conflict, and a
     /// rollback makes the object the tombstone it would have become.

@@ -1124,7 +1124,7 @@ extension ObjectGraph {
             // the first had merged — in the values shown and in the row a rollback takes (an
             // artist lost the album a first merge had listed).
             var theirs = row
-            if let keys = changedKeys[id], let base = object.mergedRowInConflict?.values ?? object.base {
+            if let keys = changedKeys[id], let base = object.rowMergedLast {
                 theirs = base
                 let names = schema.layout.entities[object.entityIndex].propertyNames
                 for key in keys { if let index = names.firstIndex(of: key) { theirs[index] = row[index] } }

@@ -642,14 +642,13 @@ final class ObjectGraph {
     /// the other save's addition merged back into it, here or at the store, and the save
     /// was refused as an inverse violation.)
     private func catchUpList(of target: ManagedObject, at index: Int) {
-        guard relationships[target.entityIndex][index]?.isToMany == true, let base = target.base,
+        guard relationships[target.entityIndex][index]?.isToMany == true, let read = target.rowMergedLast?[index],
             let row = link.sourceView().row(target.objectID)
         else { return }
-        let read = target.mergedRowInConflict?.values[index] ?? base[index]
         let now = row.values[index]
         guard now != read else { return }
         let merged = Value.mergedList(base: read, ours: target.storage[index], theirs: now)
-        target.base![index] = now
+        target.base?[index] = now
         if var kept = target.mergedRowInConflict {
             kept.values[index] = now
             target.mergedRowInConflict = kept
@@ -1102,8 +1101,7 @@ final class ObjectGraph {
         // would otherwise give it the saved value); the other ways drop them.
         let setDuringSave = object.keysSetDuringSave ?? []
         if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
-        // The row its changes were made on (or merged last, for a conflict kept).
-        let read = object.mergedRowInConflict?.values ?? object.base
+        let read = object.rowMergedLast
         object.mergedRowInConflict = nil
         if object.lifecycle == .deleted {
             // A pending deletion stays one (its delete rules changed other objects, which only

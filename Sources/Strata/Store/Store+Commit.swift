@@ -368,7 +368,7 @@ struct CommitPlan {
                     // so it goes back to this one, and the other lets go of it (it was refused
                     // as an inverse violation).
                     updates[u].changes[c].value = .object(change.id)
-                    letGoInChangeSet(of: target, in: other, at: change.index, adjusting: &adjusted, entity: change.entity)
+                    letGoInChangeSet(of: target, in: other, at: change.index, entity: change.entity, position: position, adjusted: &adjusted)
                 default: break
                 }
             }
@@ -390,13 +390,19 @@ struct CommitPlan {
     /// Takes `target` out of `owner`'s relationship at `index` as this change set gives it —
     /// an inserted row's value, or an update's change of that key (noted in `adjusted`, so
     /// that a change left setting the store's value is dropped).
-    private mutating func letGoInChangeSet(of target: ObjectID, in owner: ObjectID, at index: Int,
-                                           adjusting adjusted: inout [(update: Int, change: Int, entity: Int)], entity: Int) {
-        if let r = inserted.firstIndex(where: { $0.id == owner }) {
-            if let value = inserted[r].values[index].removingReferences(where: { $0 == target }) { inserted[r].values[index] = value }
+    private mutating func letGoInChangeSet(
+        of target: ObjectID, in owner: ObjectID, at index: Int, entity: Int, position: [ObjectID: Int],
+        adjusted: inout [(update: Int, change: Int, entity: Int)]
+    ) {
+        guard let u = position[owner] else {
+            // An inserted row, or nothing of this change set's.
+            guard let r = inserted.firstIndex(where: { $0.id == owner }),
+                let value = inserted[r].values[index].removingReferences(where: { $0 == target })
+            else { return }
+            inserted[r].values[index] = value
             return
         }
-        guard let u = updates.firstIndex(where: { $0.id == owner }), let c = updates[u].changes.firstIndex(where: { $0.index == index }),
+        guard let c = updates[u].changes.firstIndex(where: { $0.index == index }),
             let value = updates[u].changes[c].value.removingReferences(where: { $0 == target })
         else { return }
         updates[u].changes[c].value = value

@@ -33,8 +33,7 @@ import Testing
         var seededShared: Set<Int> = []
         var nextSong = 1
         var log: [String] = []
-        let seed: UInt64
-        init(seed: UInt64) { rng = SplitMix64(seed: seed); self.seed = seed }
+        init(seed: UInt64) { rng = SplitMix64(seed: seed) }
         func r(_ n: Int) -> Int { Int.random(in: 0..<n, using: &rng) }
     }
 
@@ -185,7 +184,7 @@ import Testing
         var pendingLedger: [String: Int] = [:]  // per context name: ledger bumped but not saved
 
         // A save through the stack: tracks acknowledged ledgers.
-        func stackSave(_ c: ObjectContext, _ who: String, path _: [String]) async {
+        func stackSave(_ c: ObjectContext, _ who: String) async {
             let async = stack.savesAsynchronously(c)
             var path: [String] = []
             var walk: ObjectContext? = c
@@ -238,13 +237,13 @@ import Testing
             }
         }
 
-        func settleAndCheck(step: Int, final: Bool) async {
+        func settleAndCheck(step: Int) async {
             // Finish or discard everything pending.
             if let e = actors.editor {
                 if w.r(2) == 0 {
                     let v = await e.perform { c in bump(c, w, "editor") }
                     pendingLedger["editor"] = v
-                    await stackSave(e, "editor", path: ["editor", "view"])
+                    await stackSave(e, "editor")
                 }
                 actors.editor = nil
                 pendingLedger["editor"] = nil
@@ -253,7 +252,7 @@ import Testing
             for (ctx, who) in [(actors.background, "background"), (actors.importer, "importer")] {
                 if await ctx.hasChanges {
                     if stack.savesAsynchronously(ctx) || w.r(2) == 0 {
-                        await stackSave(ctx, who, path: [who, "view"])
+                        await stackSave(ctx, who)
                     } else {
                         await ctx.rollback(); pendingLedger[who] = nil
                         w.log.append("settle: rollback \(who)")
@@ -261,7 +260,7 @@ import Testing
                 }
             }
             if await stack.viewContext.hasChanges {
-                if w.r(3) > 0 { await stackSave(stack.viewContext, "view", path: ["view"]) } else {
+                if w.r(3) > 0 { await stackSave(stack.viewContext, "view") } else {
                     await stack.viewContext.rollback(); pendingLedger["view"] = nil
                     w.log.append("settle: rollback view")
                     if preset == .mainParent || preset == .nested { pendingLedger["background"] = nil; pendingLedger["importer"] = nil }
@@ -357,7 +356,7 @@ import Testing
             case 4:
                 let v = await stack.viewContext.perform { c in bump(c, w, "view") }
                 pendingLedger["view"] = v
-                await stackSave(stack.viewContext, "view", path: ["view"])
+                await stackSave(stack.viewContext, "view")
             case 5:
                 w.log.append("rollback view")
                 await stack.viewContext.rollback()
@@ -375,7 +374,7 @@ import Testing
                 guard let e = actors.editor else { continue }
                 let v = await e.perform { c in bump(c, w, "editor") }
                 pendingLedger["editor"] = v
-                await stackSave(e, "editor", path: ["editor", "view"])
+                await stackSave(e, "editor")
                 if w.r(2) == 0 { actors.editor = nil; w.log.append("drop editor after save") }
             case 10:
                 guard actors.editor != nil else { continue }
@@ -392,13 +391,13 @@ import Testing
                 if w.r(2) == 0 {
                     let v = await actors.background.perform { c in bump(c, w, "background") }
                     pendingLedger["background"] = v
-                    await stackSave(actors.background, "background", path: ["background", "view"])
+                    await stackSave(actors.background, "background")
                 }
             case 14, 15:
                 await actors.importer.perform { c in edit(c, w, count: 1 + w.r(4), who: "importer") }
                 let v = await actors.importer.perform { c in bump(c, w, "importer") }
                 pendingLedger["importer"] = v
-                await stackSave(actors.importer, "importer", path: ["importer", "view"])
+                await stackSave(actors.importer, "importer")
             case 16:
                 let ctx = [actors.background, actors.importer][w.r(2)]
                 w.log.append("reset \(ctx.name)")
@@ -414,16 +413,16 @@ import Testing
                     }
                 }
             default:
-                await settleAndCheck(step: step, final: false)
+                await settleAndCheck(step: step)
             }
             if !problems.isEmpty { break }
         }
-        if problems.isEmpty { await settleAndCheck(step: steps, final: true) }
+        if problems.isEmpty { await settleAndCheck(step: steps) }
         // One last view save, then close at once.
         if problems.isEmpty {
             let v = await stack.viewContext.perform { c in bump(c, w, "view") }
             pendingLedger["view"] = v
-            await stackSave(stack.viewContext, "view", path: ["view"])
+            await stackSave(stack.viewContext, "view")
             await stack.close()
             var failed: [String] = []
             if stack.writerContext != nil {
