@@ -94,6 +94,50 @@ import Testing
         await store.close()
     }
 
+    /// The same with an album the context held, moved to the artist by the other context:
+    /// the merge takes it from the artist it had here, and the cascade takes it (its song
+    /// stays: `Album.songs` denies, which a save would report). Once the store kept the
+    /// artist, the album is back on it, as committed, with nothing pending — not an update
+    /// back to the row it was read with.
+    @Test("an object a kept deletion's cascade took after a merge moved it comes back as merged")
+    @MainActor
+    func movedObjectTakenByCascadeComesBackAsMerged() async throws {
+        let f = try await InFlight()
+        defer { f.directory.remove() }
+        let (store, o, context) = (f.store, f.o, f.context)
+        await context.perform { c in
+            _ = c.object(with: o.x, as: Album.self).songs.map(\.title)  // X and S held here
+            c.delete(c.object(with: o.a2, as: Artist.self))
+            c.object(with: o.a3, as: Artist.self).name = "renamed"
+        }
+        // Meanwhile another context moves X from A1 to A2.
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
+
+        let takenByCascade = try await f.saveMerging(theirs) { c in
+            [c.object(with: o.x, as: Album.self).isDeleted, c.object(with: o.s, as: Song.self).isDeleted]
+        }
+        #expect(takenByCascade == [true, false])
+
+        #expect(store.currentGeneration.value(o.a2, "albums") == .objects([o.x]), "the store kept A2, with X")
+        let (a1Albums, a2Albums, xArtist, xSongs, pending, problems) = await context.perform { c in
+            (c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), c.object(with: o.a2, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.x, as: Album.self).artist?.objectID, c.object(with: o.x, as: Album.self).songs.map(\.objectID),
+             (c.insertedObjects + c.updatedObjects + c.deletedObjects).map(\.objectID), relationshipDisagreements(c))
+        }
+        #expect(a1Albums.isEmpty)
+        #expect(a2Albums == [o.x])
+        #expect(xArtist == o.a2)
+        #expect(xSongs == [o.s])
+        #expect(pending.isEmpty, "nothing is pending")
+        #expect(problems.isEmpty, "\(problems)")
+        try await context.save()
+        #expect(store.currentGeneration.integrityProblems().isEmpty)
+        await store.close()
+    }
+
     /// The same with a `nullify` rule: another context moves a song this save deletes to
     /// another album; merged while the save is in flight, the album lets go of the song
     /// pending deletion. Once the store kept the song, the album lists it again, with nothing

@@ -16,8 +16,9 @@ import Testing
 /// `swift test` runs a few seeds of each preset; a longer soak (see README):
 /// `STRATA_WORKLOAD_SEEDS=1-400 STRATA_WORKLOAD_STEPS=300 swift test --filter RandomStackWorkload`,
 /// with `STRATA_WORKLOAD_PRESET=hybrid` to run one preset. A failure names its seed and
-/// preset, what failed, and the last operations of the workload; the seed replays the same
-/// operations (what runs concurrently may interleave differently).
+/// preset, what failed, and the last operations of the workload (`STRATA_WORKLOAD_LOG=all`
+/// for every one); the seed replays the same operations (what runs concurrently may
+/// interleave differently).
 @Suite(.serialized) struct RandomStackWorkloadTests {
     /// The workload's bookkeeping. Unchecked: the test drives one operation at a time, each
     /// inside one context's `perform` awaited before the next begins, so nothing reads or
@@ -451,7 +452,7 @@ import Testing
         }
         withExtendedLifetime((liveAlbums, liveSongs, liveArtists)) {}
         if !problems.isEmpty {
-            return ["seed \(seed) \(preset): " + problems.joined(separator: "\n  ") + "\n  log tail:\n    " + w.log.suffix(25).joined(separator: "\n    ")]
+            return ["seed \(seed) \(preset): " + problems.joined(separator: "\n  ") + "\n  log tail:\n    " + w.log.suffix(Self.logLines).joined(separator: "\n    ")]
         }
         await stack.close()
         return []
@@ -466,6 +467,14 @@ import Testing
     }
 
     static var steps: Int { Int(ProcessInfo.processInfo.environment["STRATA_WORKLOAD_STEPS"] ?? "") ?? 200 }
+
+    /// How many of the workload's last operations a failure lists (`STRATA_WORKLOAD_LOG`: a
+    /// number, or `all` — a failure that does not come back when its seed runs again is
+    /// understood from the whole log).
+    static var logLines: Int {
+        let text = ProcessInfo.processInfo.environment["STRATA_WORKLOAD_LOG"] ?? "25"
+        return text == "all" ? .max : Int(text) ?? 25
+    }
 
     @Test("a random workload keeps every context, the live results and the store in step", arguments: StackPreset.allCases)
     func randomWorkload(preset: StackPreset) async throws {
