@@ -398,7 +398,11 @@ extension ObjectGraph {
         // change on a base still naming the deleted object, a rollback brought it back.) A
         // save to the store meeting such a merge is refused instead (the store's row names
         // the object the save deletes), or its merge policy keeps the object.
-        if let committed, !kept.isEmpty { takeBackRules(ofKept: kept, capture: capture, committed: committed) }
+        if let committed, !kept.isEmpty {
+            let taken = takeBackRules(ofKept: kept, capture: capture, committed: committed)
+            kept += taken.back
+            for (id, keys) in taken.changed { keptValues[id, default: []] += keys.filter { !(keptValues[id]?.contains($0) ?? false) } }
+        }
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
             if !gone.isEmpty { forgetReferences(toDeleted: gone) }
@@ -447,7 +451,13 @@ extension ObjectGraph {
     /// a pending deletion while the artist came back listing it; an album given a song whose
     /// deletion was being saved kept a change without it while the song named the album: a
     /// stack's writer kept that change, and its next save was refused as an inverse violation.)
-    private func takeBackRules(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation) {
+    /// - Returns: the objects brought back beyond `kept`, and the objects held here whose
+    ///   values that changed, with the keys — for the children that follow this context's
+    ///   changes: they followed the merge that took them (a view under a stack's writer went
+    ///   on without the album, or showed the album without the song the store lists there).
+    private func takeBackRules(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation)
+        -> (back: [ObjectID], changed: [ObjectID: [Int]])
+    {
         let captured = Set(capture.deleted.map(\.objectID))
         var owners = kept
         var back = kept
@@ -466,7 +476,22 @@ extension ObjectGraph {
             }
         }
         // Once every object taken back is: the other sides refer to them again.
+        var others: [ObjectID: (object: ManagedObject, before: [Value])] = [:]
+        for id in back {
+            guard let object = registered[id], object.isLoaded else { continue }
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                for target in Self.targets(object.storage[index]) where others[target] == nil {
+                    if let other = registered[target], other.isLoaded { others[target] = (other, other.storage) }
+                }
+            }
+        }
         for id in back { if let object = registered[id] { restoreKeptInverses(object) } }
+        var changed: [ObjectID: [Int]] = [:]
+        for (id, other) in others where other.object.isLoaded && other.object.storage.count == other.before.count {
+            let keys = other.before.indices.filter { other.object.storage[$0] != other.before[$0] }
+            if !keys.isEmpty { changed[id] = keys }
+        }
+        return (Array(back.dropFirst(kept.count)), changed)
     }
 
     /// After a save to the store: objects the commit changed that the save did not send —

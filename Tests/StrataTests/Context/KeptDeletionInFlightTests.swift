@@ -9,6 +9,14 @@ import Testing
 /// pending deletion while the artist came back listing it: the context no longer showed an
 /// album the store held, and its next save would have deleted it.)
 @Suite struct KeptDeletionInFlightTests {
+    /// Live results of a main-actor child. Unchecked: made and read only on the main actor
+    /// (inside the child's `perform`); a class only so that those closures can share it.
+    final class LiveAlbums: @unchecked Sendable {
+        var results: FetchedResults<Album>?
+        /// The albums shown, in order.
+        var ids: [ObjectID] { results?.snapshot.sections.flatMap(\.ids) ?? [] }
+    }
+
     /// A seeded store whose syncs can be held, and a main-actor context on it — so that its
     /// save waits for durability without holding the context, and a merge runs while the
     /// save is in flight.
@@ -47,6 +55,18 @@ import Testing
             hold.open()
             _ = try await withTimeout(30, "the save") { try await saving.value }
             return found
+        }
+
+        /// A child of the context following its changes, as a stack's view follows its
+        /// writer, with live results of every album.
+        func followingChild() async throws -> (ObjectContext, LiveAlbums) {
+            let child = ObjectContext(parent: context, executor: .main, name: "view")
+            let live = LiveAlbums()
+            try await child.perform { c in
+                c.automaticallyMergesChanges = true
+                live.results = try c.fetchedResults(Album.self, request: FetchRequest(entity: "Album", sortBy: [SortKey("albumID")]))
+            }
+            return (child, live)
         }
     }
 
@@ -91,6 +111,82 @@ import Testing
         try await context.save()
         #expect(store.currentGeneration.object(z) != nil)
         #expect(store.currentGeneration.integrityProblems().isEmpty)
+        await store.close()
+    }
+
+    /// A child following the context (a stack's view, under its writer) follows the same
+    /// way: the album the cascade took while the save was in flight, which it saw deleted,
+    /// comes back there too once the store kept the artist — in its fetches and in its live
+    /// results. (Only the kept artist was announced to it: the child's fetches read the album
+    /// through the context while its live results, never told, went on without it.)
+    @Test("a child following the context sees an object a kept deletion's cascade took come back")
+    @MainActor
+    func childSeesCascadeOfAKeptDeletionTakenBack() async throws {
+        let f = try await InFlight()
+        defer { f.directory.remove() }
+        let (store, o, context) = (f.store, f.o, f.context)
+        let (child, live) = try await f.followingChild()
+        await context.perform { c in
+            c.delete(c.object(with: o.a2, as: Artist.self))
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+        }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        let z = await other.perform { c in
+            let z = c.insert(Album.self)
+            z.albumID = 900
+            z.title = "Z"
+            z.artist = c.object(with: o.a2, as: Artist.self)
+            return z.objectID
+        }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
+
+        let takenByCascade = try await f.saveMerging(theirs) { c in c.object(with: z, as: Album.self).isDeleted }
+        #expect(takenByCascade)
+        #expect(store.currentGeneration.value(o.a2, "albums") == .objects([z]), "the store kept A2")
+
+        #expect(await waitUntil(child, "the child's live results to show Z again", timeout: .seconds(5), reportingTimeout: false) { _ in
+            live.ids.contains(z)
+        }, "the child's live results show Z again")
+        let (fetched, a2Albums, problems) = await child.perform { c in
+            (try? c.fetchIDs(FetchRequest(entity: "Album")), c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), relationshipDisagreements(c))
+        }
+        #expect(fetched?.contains(z) == true)
+        #expect(a2Albums == [z])
+        #expect(problems.isEmpty, "\(problems)")
+        await store.close()
+    }
+
+    /// The same with the `nullify` rule: the album that let go of the song while the save
+    /// was in flight lists it again in the child too.
+    @Test("a child following the context sees an object a kept deletion's nullify rule changed refer to it again")
+    @MainActor
+    func childSeesNullifyOfAKeptDeletionTakenBack() async throws {
+        let f = try await InFlight()
+        defer { f.directory.remove() }
+        let (store, o, context) = (f.store, f.o, f.context)
+        let (child, _) = try await f.followingChild()
+        await child.perform { c in _ = c.object(with: o.y, as: Album.self).songs }  // Y held in the child too
+        await context.perform { c in
+            _ = c.object(with: o.y, as: Album.self).songs
+            c.delete(c.object(with: o.s, as: Song.self))
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+        }
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
+
+        let yLetGo = try await f.saveMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
+        #expect(yLetGo)
+        #expect(store.currentGeneration.value(o.s, "album") == .object(o.y), "the store kept S, on Y")
+
+        #expect(await waitUntil(child, "the child's Y to list S again", timeout: .seconds(5), reportingTimeout: false) { c in
+            c.object(with: o.y, as: Album.self).songs.map(\.objectID) == [o.s]
+        }, "the child's Y lists S again")
+        let (sAlbum, problems) = await child.perform { c in (c.object(with: o.s, as: Song.self).album?.objectID, relationshipDisagreements(c)) }
+        #expect(sAlbum == o.y)
+        #expect(problems.isEmpty, "\(problems)")
         await store.close()
     }
 
