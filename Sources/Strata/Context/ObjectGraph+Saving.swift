@@ -263,7 +263,13 @@ extension ObjectGraph {
         -> (deletions: [ObjectID], values: [ObjectID: [Int]])
     {
         var keptValues: [ObjectID: [Int]] = [:]
-        func rebase(_ object: ManagedObject, sent: [Value], keys: Set<Int>) {
+        /// Adds objects that took other values here, with the keys, to what children take.
+        func noteKept(_ changed: [ObjectID: [Int]]) {
+            for (id, keys) in changed { keptValues[id, default: []] += keys.filter { !(keptValues[id]?.contains($0) ?? false) } }
+        }
+        /// `sent`: the values the save's outcome stands on (the parent's or what was sent);
+        /// `asSent`: what the save sent.
+        func rebase(_ object: ManagedObject, sent: [Value], asSent: [Value], keys: Set<Int>) {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
             object.mergedRowInConflict = nil
@@ -309,6 +315,14 @@ extension ObjectGraph {
                         object.storage[index] = values[index]
                     }
                 }
+                // A to-many list the save sent and a merge changed while it ran (a member
+                // deleted): the change goes onto the list as saved, which may hold members
+                // the save did not send (the parent's). (The list from during the save stood
+                // whole, a pending change without them, while they named the object: the
+                // next save took them off the list.)
+                for index in keys.intersection(setDuringSave) where relationships[object.entityIndex][index]?.isToMany == true {
+                    object.storage[index] = Value.mergedList(base: asSent[index], ours: object.storage[index], theirs: values[index])
+                }
                 object.base = newBase
                 object.baseVersion = max(version, object.baseVersion)
                 object.lifecycle = .persistent
@@ -349,7 +363,7 @@ extension ObjectGraph {
                     stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(row.values[index])))
                 }
             }
-            rebase(object, sent: held[row.id] ?? row.values, keys: Set(row.values.indices))
+            rebase(object, sent: held[row.id] ?? row.values, asSent: row.values, keys: Set(row.values.indices))
             saveEnded(for: object.objectID)
         }
         for (object, update) in zip(capture.updated, capture.updates) {
@@ -360,9 +374,9 @@ extension ObjectGraph {
                     stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(sent[index])))
                 }
             }
-            rebase(object, sent: held[update.id] ?? sent, keys: Set(update.changes.map(\.index)))
+            rebase(object, sent: held[update.id] ?? sent, asSent: sent, keys: Set(update.changes.map(\.index)))
         }
-        if let committed { followKeptRelationships(capture, committed: committed) }
+        if let committed { noteKept(followKeptRelationships(capture, committed: committed)) }
         // Those this save did not name show what this context read of them before: read them
         // again from the parent, where both sides are in step (the child showed a person at a
         // desk the parent kept for them, and the desk without them).
@@ -401,7 +415,7 @@ extension ObjectGraph {
         if let committed, !kept.isEmpty {
             let taken = takeBackRules(ofKept: kept, capture: capture, committed: committed)
             kept += taken.back
-            for (id, keys) in taken.changed { keptValues[id, default: []] += keys.filter { !(keptValues[id]?.contains($0) ?? false) } }
+            noteKept(taken.changed)
         }
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
@@ -425,6 +439,13 @@ extension ObjectGraph {
         }
         forgetUnheldUniques()
         return (kept, keptValues)
+    }
+
+    /// The keys whose values `object` shows now differ from `before` (none when it is no
+    /// longer loaded).
+    private static func keysChanged(in object: ManagedObject, from before: [Value]) -> [Int] {
+        guard object.isLoaded, object.storage.count == before.count else { return [] }
+        return before.indices.filter { object.storage[$0] != before[$0] }
     }
 
     /// An object pending deletion here whose deletion did not happen after all: it shows
@@ -487,8 +508,8 @@ extension ObjectGraph {
         }
         for id in back { if let object = registered[id] { restoreKeptInverses(object) } }
         var changed: [ObjectID: [Int]] = [:]
-        for (id, other) in others where other.object.isLoaded && other.object.storage.count == other.before.count {
-            let keys = other.before.indices.filter { other.object.storage[$0] != other.before[$0] }
+        for (id, other) in others {
+            let keys = Self.keysChanged(in: other.object, from: other.before)
             if !keys.isEmpty { changed[id] = keys }
         }
         return (Array(back.dropFirst(kept.count)), changed)
@@ -514,8 +535,8 @@ extension ObjectGraph {
         _ = merge(save, policy: policy)
         var taken: [ObjectID: [Int]] = [:]
         for id in beyond {
-            guard let object = registered[id], let old = before[id], object.storage.count == old.count else { continue }
-            let keys = object.storage.indices.filter { object.storage[$0] != old[$0] }
+            guard let object = registered[id], let old = before[id] else { continue }
+            let keys = Self.keysChanged(in: object, from: old)
             if !keys.isEmpty { taken[id] = keys }
         }
         return taken
@@ -529,7 +550,10 @@ extension ObjectGraph {
     /// change of theirs: the context showed the album with the artist and the artist
     /// without it, and the next save wrote the stale list (or the view reading through this
     /// context showed it).
-    private func followKeptRelationships(_ capture: SaveCapture, committed: Generation) {
+    /// - Returns: the objects that took other values, with the keys, for the children that
+    ///   follow this context's changes (they followed the merge too).
+    private func followKeptRelationships(_ capture: SaveCapture, committed: Generation) -> [ObjectID: [Int]] {
+        var changed: [ObjectID: [Int]] = [:]
         for (object, update) in zip(capture.updated, capture.updates) {
             guard object.isLoaded, object.lifecycle == .persistent, let row = committed.object(update.id) else { continue }
             for change in update.changes {
@@ -544,9 +568,14 @@ extension ObjectGraph {
                 let before = others.map(\.storage)
                 restoreInverses(of: relationship)
                 // Where that made them what the store has, they are not changed.
-                for (other, storage) in zip(others, before) where other.storage != storage { refresh(other, mergeChanges: true) }
+                for (other, storage) in zip(others, before) where other.storage != storage {
+                    refresh(other, mergeChanges: true)
+                    let keys = Self.keysChanged(in: other, from: storage).filter { !(changed[other.objectID]?.contains($0) ?? false) }
+                    if !keys.isEmpty { changed[other.objectID, default: []] += keys }
+                }
             }
         }
+        return changed
     }
 
     // MARK: - Applying a child's save

@@ -73,4 +73,37 @@ import Testing
         #expect(!shown.pending, "nothing is pending")
         await store.close()
     }
+
+    /// The same seen from a child that follows the context (a stack's view under its
+    /// writer), which made the change and saved it into the context: it followed the merge
+    /// made while the save was in flight, where a3 did not list x, so once the store kept x
+    /// on a3 it shows x on a3 and a3 listing x too. (It was told only of x: a3 went on
+    /// without it, and the child's next save of a3 sent the stale list.)
+    @Test("a child following the context sees both sides of a to-one the store kept")
+    @MainActor
+    func childFollowingSeesBothSides() async throws {
+        let f = try await KeptDeletionInFlightTests.InFlight()
+        defer { f.directory.remove() }
+        let (store, o) = (f.store, f.o)
+        let (child, _) = try await f.followingChild()
+        await child.perform { c in o.takeAlbumX(in: c) }
+        try await child.save()
+        let other = ObjectContext(coordinator: f.coordinator, name: "other")
+        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
+        try await other.save()
+        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
+
+        _ = try await f.saveMerging(theirs) { _ in () }
+        #expect(store.currentGeneration.value(o.x, "artist") == .object(o.a3))
+        let inStep = await waitUntil(child, "the child to show x on a3 and a3 listing it", timeout: .seconds(5), reportingTimeout: false) { c in
+            let shown = o.albumX(in: c)
+            return shown.artist == o.a3 && shown.a3 == [o.x] && shown.a1 == []
+        }
+        let (shown, problems) = await child.perform { c in (o.albumX(in: c), relationshipDisagreements(c)) }
+        #expect(inStep, "x on a3, listed by a3 (shown: \(shown))")
+        #expect(shown.title == "retitled")
+        #expect(!shown.pending, "nothing is pending")
+        #expect(problems.isEmpty, "\(problems)")
+        await store.close()
+    }
 }
