@@ -68,6 +68,46 @@ import Testing
             }
             return (child, live)
         }
+
+        /// The `cascade` case: the context deletes A2 (and renames A1, so that the save has a
+        /// transaction to write) while another context gives A2 a new album, Z, merged while
+        /// the save is in flight — A2 is pending deletion here, so its cascade takes Z then.
+        /// Returns Z and whether the cascade took it.
+        func saveDeletingAnArtistGivenAnAlbum() async throws -> (album: ObjectID, takenByCascade: Bool) {
+            let o = self.o
+            await context.perform { c in
+                c.delete(c.object(with: o.a2, as: Artist.self))
+                c.object(with: o.a1, as: Artist.self).name = "renamed"
+            }
+            let other = ObjectContext(coordinator: coordinator, name: "other")
+            let z = await other.perform { c in
+                let z = c.insert(Album.self)
+                z.albumID = 900
+                z.title = "Z"
+                z.artist = c.object(with: o.a2, as: Artist.self)
+                return z.objectID
+            }
+            try await other.save()
+            let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+            return (z, try await saveMerging(theirs) { c in c.object(with: z, as: Album.self).isDeleted })
+        }
+
+        /// The `nullify` case: the context deletes S (Y held, A1 renamed) while another
+        /// context moves S to Y, merged while the save is in flight — S is pending deletion
+        /// here, so Y lets go of it then. Returns whether Y did.
+        func saveDeletingASongMovedElsewhere() async throws -> Bool {
+            let o = self.o
+            await context.perform { c in
+                _ = c.object(with: o.y, as: Album.self).songs  // Y held here, so that the merge changes it
+                c.delete(c.object(with: o.s, as: Song.self))
+                c.object(with: o.a1, as: Artist.self).name = "renamed"
+            }
+            let other = ObjectContext(coordinator: coordinator, name: "other")
+            await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+            try await other.save()
+            let theirs = try #require(await firstElement(of: commits, timeout: .seconds(10)))
+            return try await saveMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
+        }
     }
 
     @Test("an object a kept deletion's cascade took while the save was in flight comes back with it")
@@ -76,25 +116,7 @@ import Testing
         let f = try await InFlight()
         defer { f.directory.remove() }
         let (store, o, context) = (f.store, f.o, f.context)
-        // (With a change the store takes, so that the save has a transaction to write.)
-        await context.perform { c in
-            c.delete(c.object(with: o.a2, as: Artist.self))
-            c.object(with: o.a1, as: Artist.self).name = "renamed"
-        }
-        // Meanwhile another context gives A2 a new album, Z.
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        let z = await other.perform { c in
-            let z = c.insert(Album.self)
-            z.albumID = 900
-            z.title = "Z"
-            z.artist = c.object(with: o.a2, as: Artist.self)
-            return z.objectID
-        }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
-
-        // Merged while the save is in flight: A2 is pending deletion here, so its cascade takes Z.
-        let takenByCascade = try await f.saveMerging(theirs) { c in c.object(with: z, as: Album.self).isDeleted }
+        let (z, takenByCascade) = try await f.saveDeletingAnArtistGivenAnAlbum()
         #expect(takenByCascade)
 
         #expect(store.currentGeneration.value(o.a2, "albums") == .objects([z]), "the store kept A2")
@@ -124,24 +146,9 @@ import Testing
     func childSeesCascadeOfAKeptDeletionTakenBack() async throws {
         let f = try await InFlight()
         defer { f.directory.remove() }
-        let (store, o, context) = (f.store, f.o, f.context)
+        let (store, o) = (f.store, f.o)
         let (child, live) = try await f.followingChild()
-        await context.perform { c in
-            c.delete(c.object(with: o.a2, as: Artist.self))
-            c.object(with: o.a1, as: Artist.self).name = "renamed"
-        }
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        let z = await other.perform { c in
-            let z = c.insert(Album.self)
-            z.albumID = 900
-            z.title = "Z"
-            z.artist = c.object(with: o.a2, as: Artist.self)
-            return z.objectID
-        }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
-
-        let takenByCascade = try await f.saveMerging(theirs) { c in c.object(with: z, as: Album.self).isDeleted }
+        let (z, takenByCascade) = try await f.saveDeletingAnArtistGivenAnAlbum()
         #expect(takenByCascade)
         #expect(store.currentGeneration.value(o.a2, "albums") == .objects([z]), "the store kept A2")
 
@@ -164,21 +171,10 @@ import Testing
     func childSeesNullifyOfAKeptDeletionTakenBack() async throws {
         let f = try await InFlight()
         defer { f.directory.remove() }
-        let (store, o, context) = (f.store, f.o, f.context)
+        let (store, o) = (f.store, f.o)
         let (child, _) = try await f.followingChild()
         await child.perform { c in _ = c.object(with: o.y, as: Album.self).songs }  // Y held in the child too
-        await context.perform { c in
-            _ = c.object(with: o.y, as: Album.self).songs
-            c.delete(c.object(with: o.s, as: Song.self))
-            c.object(with: o.a1, as: Artist.self).name = "renamed"
-        }
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
-
-        let yLetGo = try await f.saveMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
-        #expect(yLetGo)
+        #expect(try await f.saveDeletingASongMovedElsewhere())
         #expect(store.currentGeneration.value(o.s, "album") == .object(o.y), "the store kept S, on Y")
 
         #expect(await waitUntil(child, "the child's Y to list S again", timeout: .seconds(5), reportingTimeout: false) { c in
@@ -245,20 +241,7 @@ import Testing
         let f = try await InFlight()
         defer { f.directory.remove() }
         let (store, o, context) = (f.store, f.o, f.context)
-        await context.perform { c in
-            _ = c.object(with: o.y, as: Album.self).songs  // Y held here, so that the merge changes it
-            c.delete(c.object(with: o.s, as: Song.self))
-            c.object(with: o.a1, as: Artist.self).name = "renamed"
-        }
-        // Meanwhile another context moves S to Y.
-        let other = ObjectContext(coordinator: f.coordinator, name: "other")
-        await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
-        try await other.save()
-        let theirs = try #require(await firstElement(of: f.commits, timeout: .seconds(10)))
-
-        // Merged while the save is in flight: S is pending deletion here, so Y lets go of it.
-        let yLetGo = try await f.saveMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
-        #expect(yLetGo)
+        #expect(try await f.saveDeletingASongMovedElsewhere(), "merged while the save is in flight: S is pending deletion here, so Y lets go of it")
 
         #expect(store.currentGeneration.value(o.s, "album") == .object(o.y), "the store kept S, on Y")
         let (ySongs, sAlbum, pending, problems) = await context.perform { c in
