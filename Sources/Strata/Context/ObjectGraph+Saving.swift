@@ -412,8 +412,16 @@ extension ObjectGraph {
         // change on a base still naming the deleted object, a rollback brought it back.) A
         // save to the store meeting such a merge is refused instead (the store's row names
         // the object the save deletes), or its merge policy keeps the object.
-        if let committed, !kept.isEmpty {
-            let taken = takeBackRules(ofKept: kept, capture: capture, committed: committed)
+        if !kept.isEmpty {
+            // Rows as the store committed them, or as the parent holds them after the save.
+            let rows: (ObjectID) -> (values: [Value], version: UInt64)?
+            if let committed {
+                rows = { committed.object($0).map { ($0.values, $0.version) } }
+            } else {
+                let view = link.sourceView()
+                rows = { view.row($0).map { ($0.values, $0.version) } }
+            }
+            let taken = takeBackRules(ofKept: kept, capture: capture, rows: rows)
             kept += taken.back
             noteKept(taken.changed)
         }
@@ -463,10 +471,11 @@ extension ObjectGraph {
         pendingNotification.inserted.insert(object.objectID)
     }
 
-    /// Deletions the store's merge policy kept (the objects changed since they were read):
-    /// what their delete rules did here to objects a merge related to them while the save
-    /// was in flight is taken back. Objects their `cascade` rules deleted then (pending) come
-    /// back as committed, with what their own rules did — they had been deleted only because
+    /// Deletions the merge policy kept — the store's, or the parent's for a save into it (the
+    /// objects changed since they were read): what their delete rules did here to objects a
+    /// merge related to them while the save was in flight is taken back. Objects their
+    /// `cascade` rules deleted then (pending) come back as `rows` gives them (as committed,
+    /// or as the parent holds them), with what their own rules did — they had been deleted only because
     /// the kept ones were; objects their `nullify` rules made let go of them refer to them
     /// again. (An album another context gave an artist whose deletion was being saved stayed
     /// a pending deletion while the artist came back listing it; an album given a song whose
@@ -476,7 +485,7 @@ extension ObjectGraph {
     ///   values that changed, with the keys — for the children that follow this context's
     ///   changes: they followed the merge that took them (a view under a stack's writer went
     ///   on without the album, or showed the album without the song the store lists there).
-    private func takeBackRules(ofKept kept: [ObjectID], capture: SaveCapture, committed: Generation)
+    private func takeBackRules(ofKept kept: [ObjectID], capture: SaveCapture, rows: (ObjectID) -> (values: [Value], version: UInt64)?)
         -> (back: [ObjectID], changed: [ObjectID: [Int]])
     {
         let captured = Set(capture.deleted.map(\.objectID))
@@ -487,7 +496,7 @@ extension ObjectGraph {
             for (index, info) in relationships[owner.entityIndex].enumerated() {
                 guard let info, info.deleteRule == .cascade else { continue }
                 for id in Self.targets(owner.storage[index]) where !captured.contains(id) {
-                    guard let target = registered[id], target.lifecycle == .deleted, let row = committed.object(id),
+                    guard let target = registered[id], target.lifecycle == .deleted, let row = rows(id),
                         row.values[info.inverseIndex].refers(to: ownerID)
                     else { continue }
                     bringBack(target, values: row.values, version: row.version)
