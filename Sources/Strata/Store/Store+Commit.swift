@@ -325,7 +325,8 @@ struct CommitPlan {
     /// `rollback` (every change of an object another transaction changed): the
     /// other sides this change set changed along with them follow the store's value instead
     /// — an object only the dropped value refers to does not list or refer to the object
-    /// (its inverse as the store has it, for a to-one), one only the store's value refers to
+    /// (its inverse as the store has it, for a to-one; nothing, for an object the change set
+    /// inserts), one only the store's value refers to
     /// lists or refers to it again. Without this, the save the policy resolved was refused
     /// as an inverse violation unless the other sides had conflicted too (a context that
     /// merged the other transaction before saving had taken its side of them). An object only
@@ -349,7 +350,12 @@ struct CommitPlan {
                 return (u, c)
             }
             for target in ours where !theirs.contains(target) {
-                guard let (u, c) = inverseChange(of: target) else { continue }
+                guard let (u, c) = inverseChange(of: target) else {
+                    // An object the change set inserts (an artist made for the album): its row
+                    // lets go. (It listed the album, and the save was refused.)
+                    letGoInChangeSet(of: change.id, in: target, at: inverseIndex, entity: destination, position: position, adjusted: &adjusted)
+                    continue
+                }
                 switch updates[u].changes[c].value {
                 case .objects(let ids) where ids.contains(change.id):
                     updates[u].changes[c].value = .objects(ids.filter { $0 != change.id })

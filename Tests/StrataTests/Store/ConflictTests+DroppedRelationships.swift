@@ -43,6 +43,28 @@ extension ConflictTests {
         await store.close()
     }
 
+    @Test("a to-one change the policy drops takes back the other side the save changed along with it (an artist the save inserts does not list the album)",
+          arguments: [MergePolicy.storeWins, .rollback])
+    func droppedToOneLetsAnInsertedSideGo(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let (store, o, base) = try await Self.albumGivenToA3(in: directory)
+        // Ours gives X to a new artist, N (A1 lets go of it on both sides). (It was refused:
+        // N listed the album whose artist stayed A3.)
+        let n = store.allocateObjectIDs(for: "Artist")[0]
+        let ours = ChangeSet(author: "ours", inserted: [Songbook.artist(n, artistID: 9, name: "New", albums: [o.x])], updated: [
+            base.update(o.x, ["artist": .object(n), "title": .string("Ours")]), base.update(o.a1, ["albums": .objects([])]),
+        ], mergePolicy: policy)
+        let result = try await store.commit(ours)
+        #expect(Set(result.resolvedConflicts.map(\.object)) == [o.x, o.a1], "\(result.resolvedConflicts)")
+        let g = store.currentGeneration
+        #expect(g.value(o.x, "artist") == .object(o.a3))
+        #expect(g.value(n, "albums") == .objects([]), "N lists the album whose artist stayed A3")
+        #expect(g.value(o.a3, "albums") == .objects([o.x]))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        await store.close()
+    }
+
     @Test("a to-one change the policy drops takes back the other side the save changed along with it (the kept artist lists the album again)",
           arguments: [MergePolicy.storeWins, .rollback])
     func droppedToOneKeepsTheStoreSide(policy: MergePolicy) async throws {
