@@ -289,6 +289,12 @@ import Testing
                 problems.append("step \(step): view does not converge on the store (pending \(pending)): \(d.prefix(8))")
             }
             if let writer = stack.writerContext {
+                // The writer follows the store's commits (the import context's among them) a
+                // moment after they land, as the view does.
+                await waitUntil(writer, "the writer to show the store", reportingTimeout: false) { c in
+                    guard !c.hasChanges, let s = try? WorkloadSnapshot.of(c) else { return false }
+                    return s == WorkloadSnapshot.of(c.coordinator.currentGeneration)
+                }
                 let d = await writer.perform { c -> [String] in
                     if c.hasChanges { return ["writer has pending changes: ins \(c.insertedObjects.map(\.objectID)) upd \(c.updatedObjects.map(\.objectID)) del \(c.deletedObjects.map(\.objectID))"] }
                     return (try? WorkloadSnapshot.of(c)).map { WorkloadSnapshot.diff($0, WorkloadSnapshot.of(c.coordinator.currentGeneration), "writer") } ?? ["writer fetch threw"]
