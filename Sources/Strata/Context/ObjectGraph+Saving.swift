@@ -613,7 +613,7 @@ extension ObjectGraph {
             load(object)
             updatedObjects.append(object.lifecycle == .inserted || object.lifecycle == .persistent ? object : nil)
         }
-        let (updates, deletions, kept, dropped, joinedDeleted, resolved, caughtUp) = try resolveConflicts(of: save, against: updatedObjects)
+        let (updates, deletions, kept, dropped, joinedDeleted, resolved) = try resolveConflicts(of: save, against: updatedObjects)
         try checkUniques(inserted: save.inserted, updated: updates.map(\.update), deleted: deletions)
         try checkDeleteRules(deleting: deletions, after: updates, inserting: save.inserted)
         // Apply.
@@ -637,10 +637,6 @@ extension ObjectGraph {
             object.changedKeys = Set(row.values.indices)
             adopt(object)
             values[row.id] = row.values
-        }
-        for (object, index, value) in caughtUp {
-            object.base?[index] = value
-            object.storage[index] = value
         }
         // The relationship values the child's updates replace here, for `keepOtherSidesInStep`.
         var replaced: [(object: ManagedObject, index: Int, old: Value)] = []
@@ -721,22 +717,10 @@ extension ObjectGraph {
     /// `joinedDeleted`: objects pending deletion here that the child related to others, which
     /// their delete rules reach once the save is applied (a `deny` rule they meet refuses the
     /// save here).
-    ///
-    /// `caughtUp`: to-many lists of objects the child read as of a newer commit than this
-    /// context holds them (through this context, before it merged that commit), which this
-    /// context has not changed: their values here are only older, not changes — not the base
-    /// of a list to merge the child's change into. They take the child's base
-    /// before the save is applied, so that the child's change is recorded against it and
-    /// merging that commit later finds it taken. (An artist listing no albums here, from
-    /// which the child took an album the commit had given it: the change was lost in the
-    /// merge of the lists, and the commit's merge put the album back on the artist while
-    /// the album named another.)
     private func resolveConflicts(of save: ChildSave, against objects: [ManagedObject?]) throws(StoreError)
         -> (updates: [(object: ManagedObject, update: RowUpdate)], deletions: [ObjectID], kept: [ManagedObject],
-            dropped: [DroppedRelationship], joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])], resolved: [Conflict],
-            caughtUp: [(object: ManagedObject, index: Int, value: Value)])
+            dropped: [DroppedRelationship], joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])], resolved: [Conflict])
     {
-        var caughtUp: [(object: ManagedObject, index: Int, value: Value)] = []
         var result: [(object: ManagedObject, update: RowUpdate)] = []
         var conflicts: [Conflict] = []
         var deletions: [ObjectID] = []
@@ -772,19 +756,7 @@ extension ObjectGraph {
             var conflicting = Set<Int>()
             for change in update.changes {
                 let base = update.baseValues[change.index]
-                var theirs = object.storage[change.index]
-                if theirs != base, relationships[object.entityIndex][change.index]?.isToMany == true, object.lifecycle == .persistent,
-                    update.baseVersion > object.baseVersion, !object.changedKeys.contains(change.index)
-                {
-                    // (Less the members deleted here: this context's own changes, or merges.)
-                    let gone: (ObjectID) -> Bool = { [registered] id in
-                        guard let member = registered[id] else { return false }
-                        return member.lifecycle == .deleted || member.lifecycle == .deletedElsewhere || member.lifecycle == .discarded
-                    }
-                    let newer = base.removingReferences(where: gone) ?? base
-                    caughtUp.append((object, change.index, newer))
-                    theirs = newer
-                }
+                let theirs = object.storage[change.index]
                 guard theirs != base else {
                     changes.append(change)
                     continue
@@ -854,7 +826,7 @@ extension ObjectGraph {
             throw StoreError.conflicting(conflicts, with: "changes made in \(link.name) since the child read the objects",
                                          advice: "Refresh the child's objects and save again, or choose a merge policy")
         }
-        return (result, deletions, kept, dropped, joinedDeleted, conflicts, caughtUp)
+        return (result, deletions, kept, dropped, joinedDeleted, conflicts)
     }
 
     /// The other sides of the relationship values a child's save replaced here, as this context
