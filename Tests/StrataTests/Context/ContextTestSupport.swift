@@ -232,3 +232,62 @@ extension ContextFixture {
         return (made, save)
     }
 }
+
+/// A writer on a store (seeded with `seed`), whose application of a child's save can be
+/// held (`gate`), and a view under it: a save of the view into the writer, with a merge
+/// landing in the view while that save is in flight.
+struct GatedWriter<Seeded: Sendable> {
+    let directory: TemporaryDirectory
+    let gate = SaveGate(context: "writer", operation: .applyChildSave)
+    let store: Store
+    let seeded: Seeded
+    let coordinator: Coordinator
+    let writer: ObjectContext
+    let view: ObjectContext
+
+    init(_ name: String, seed: (Store, Coordinator) async throws -> Seeded) async throws {
+        directory = TemporaryDirectory(name)
+        store = try StoreTesting.create(in: directory, durability: .relaxed)
+        coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
+        seeded = try await seed(store, coordinator)
+        writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
+        view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
+    }
+
+    /// Makes `change` in another context and saves it; the writer, following the store,
+    /// merges it first. Returns what `change` returned and the did-save, for the view.
+    func commitElsewhere<T: Sendable>(_ change: @escaping @Sendable (isolated ObjectContext) -> T) async throws -> (T, DidSave) {
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        let made = await other.perform { c in change(c) }
+        let saves = other.didSave()
+        try await other.save()
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        await writer.merge(save)
+        return (made, save)
+    }
+
+    /// Saves the view into the writer, merging `save` into the view (its automatic merge,
+    /// landing mid-save) while the writer holds the save it applied; returns what `inFlight`
+    /// found then, once the save has returned.
+    func saveViewMerging<T: Sendable>(
+        _ save: DidSave, inFlight: @escaping @Sendable (isolated ObjectContext) -> T
+    ) async throws -> T {
+        let view = self.view
+        let saving = Task { try await view.save() }
+        #expect(await gate.waitUntilHeld(), "the writer applied the view's save")
+        let found = await view.perform { c in
+            _ = c.merge(save)
+            return inFlight(c)
+        }
+        gate.open()
+        _ = try await withTimeout(30, "the save") { try await saving.value }
+        return found
+    }
+}
+
+extension GatedWriter where Seeded == ConstraintTests.Objects {
+    /// The songbook's objects (``seedSongbook(_:)``).
+    init(_ name: String) async throws {
+        try await self.init(name) { store, _ in try await seedSongbook(store) }
+    }
+}

@@ -266,36 +266,18 @@ import Testing
     /// was refused as an inverse violation.)
     @Test("in a save into the parent, an object a kept deletion's nullify rule changed while the save was in flight refers to it again")
     func nullifyOfADeletionTheParentKeptIsTakenBack() async throws {
-        let directory = TemporaryDirectory("strata-kept-deletion-in-flight-parent")
-        defer { directory.remove() }
-        let gate = SaveGate(context: "writer", operation: .applyChildSave)
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
+        let f = try await GatedWriter("strata-kept-deletion-in-flight-parent")
+        defer { f.directory.remove() }
+        let (store, o, writer, view) = (f.store, f.seeded, f.writer, f.view)
         await view.perform { c in
             c.mergePolicy = .storeWins
             _ = c.object(with: o.y, as: Album.self).songs  // Y held here, so that the merge changes it
             c.delete(c.object(with: o.s, as: Song.self))
         }
-        // Meanwhile another context moves S to Y; the writer, following the store, merges it first.
-        let other = ObjectContext(coordinator: coordinator, name: "other")
-        await other.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
-        let saves = other.didSave()
-        try await other.save()
-        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
-        await writer.merge(theirs)
-
-        let saving = Task { try await view.save() }
-        #expect(await gate.waitUntilHeld(), "the writer applied the view's save")
-        let yLetGo = await view.perform { c in
-            _ = c.merge(theirs)  // the view's automatic merge, landing mid-save
-            return c.object(with: o.y, as: Album.self).songs.isEmpty
-        }
+        // Meanwhile another context moves S to Y.
+        let (_, theirs) = try await f.commitElsewhere { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        let yLetGo = try await f.saveViewMerging(theirs) { c in c.object(with: o.y, as: Album.self).songs.isEmpty }
         #expect(yLetGo, "merged while the save is in flight: S is pending deletion here, so Y lets go of it")
-        gate.open()
-        _ = try await withTimeout(30, "the save") { try await saving.value }
 
         let inWriter = await writer.perform { c in c.object(with: o.s, as: Song.self).isDeleted }
         #expect(!inWriter, "the writer kept S")

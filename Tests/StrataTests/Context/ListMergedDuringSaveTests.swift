@@ -13,28 +13,26 @@ import Testing
 @Suite struct ListMergedDuringSaveTests {
     @Test("a list merged into a child while its save into the parent is in flight keeps the parent's members")
     func listMergedWhileSaveInFlight() async throws {
-        let directory = TemporaryDirectory("strata-list-merged-during-save")
-        defer { directory.remove() }
-        let gate = SaveGate(context: "writer", operation: .applyChildSave)
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        let seeder = ObjectContext(coordinator: coordinator, name: "seed")
-        let (album, songs) = await seeder.perform { c in
-            let album = c.insert(Album.self)
-            album.albumID = 1
-            album.title = "Y"
-            let songs = (1...3).map { n in
-                let song = c.insert(Song.self)
-                song.songID = StoreTesting.uuid(n)
-                song.title = "S\(n)"
-                song.milliseconds = 1
-                return song.objectID
+        let f = try await GatedWriter("strata-list-merged-during-save") { _, coordinator in
+            let seeder = ObjectContext(coordinator: coordinator, name: "seed")
+            let seeded = await seeder.perform { c in
+                let album = c.insert(Album.self)
+                album.albumID = 1
+                album.title = "Y"
+                let songs = (1...3).map { n in
+                    let song = c.insert(Song.self)
+                    song.songID = StoreTesting.uuid(n)
+                    song.title = "S\(n)"
+                    song.milliseconds = 1
+                    return song.objectID
+                }
+                return (album: album.objectID, songs: songs)
             }
-            return (album.objectID, songs)
+            try await seeder.save()
+            return seeded
         }
-        try await seeder.save()
-        let writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
+        defer { f.directory.remove() }
+        let (store, (album, songs), writer, view) = (f.store, f.seeded, f.writer, f.view)
         await view.perform { c in c.mergePolicy = .overwrite }  // its change to the deleted S3 is not refused
         // The view holds the album with no songs; then the writer gives it S1, which the view
         // does not see (it holds the album), and the view gives it S2 and S3.
@@ -43,19 +41,9 @@ import Testing
         await view.perform { c in
             for song in songs[1...2] { c.object(with: song, as: Song.self).album = c.object(with: album, as: Album.self) }
         }
-        // Another context deletes S3; the writer, following the store, merges that first.
-        let other = ObjectContext(coordinator: coordinator, name: "other")
-        await other.perform { c in c.delete(c.object(with: songs[2])) }
-        let saves = other.didSave()
-        try await other.save()
-        let theirs = try #require(await firstElement(of: saves, timeout: .seconds(10)))
-        await writer.merge(theirs)
-
-        let saving = Task { try await view.save() }
-        #expect(await gate.waitUntilHeld(), "the writer applied the view's save")
-        await view.merge(theirs)  // the view's automatic merge, landing mid-save
-        gate.open()
-        _ = try await withTimeout(30, "the save") { try await saving.value }
+        // Another context deletes S3.
+        let (_, theirs) = try await f.commitElsewhere { c in c.delete(c.object(with: songs[2])) }
+        try await f.saveViewMerging(theirs) { _ in () }
 
         let inWriter = await writer.perform { c in Set(c.object(with: album, as: Album.self).songs.map(\.objectID)) }
         #expect(inWriter == Set(songs[0...1]))
