@@ -265,7 +265,9 @@ extension ObjectGraph {
         var keptValues: [ObjectID: [Int]] = [:]
         /// Adds objects that took other values here, with the keys, to what children take.
         func noteKept(_ changed: [ObjectID: [Int]]) {
-            for (id, keys) in changed { keptValues[id, default: []] += keys.filter { !(keptValues[id]?.contains($0) ?? false) } }
+            for (id, keys) in changed {
+                for key in keys where !(keptValues[id]?.contains(key) ?? false) { keptValues[id, default: []].append(key) }
+            }
         }
         /// `sent`: the values the save's outcome stands on (the parent's or what was sent);
         /// `asSent`: what the save sent.
@@ -579,7 +581,7 @@ extension ObjectGraph {
                 // Where that made them what the store has, they are not changed.
                 for (other, storage) in zip(others, before) where other.storage != storage {
                     refresh(other, mergeChanges: true)
-                    let keys = Self.keysChanged(in: other, from: storage).filter { !(changed[other.objectID]?.contains($0) ?? false) }
+                    let keys = Self.keysChanged(in: other, from: storage)
                     if !keys.isEmpty { changed[other.objectID, default: []] += keys }
                 }
             }

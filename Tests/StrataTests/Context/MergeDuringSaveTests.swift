@@ -9,41 +9,37 @@ import Testing
 /// brought the deleted object back (in `hybrid`, the view showed a song on a deleted album).
 @Suite struct MergeDuringSaveTests {
     struct Setup {
-        let directory = TemporaryDirectory("strata-merge-during-save")
-        let gate = SaveGate(context: "writer", operation: .applyChildSave)
-        let writer: ObjectContext
-        let view: ObjectContext
-        let album: ObjectID
+        let stack: GatedWriter<(artist: ObjectID, album: ObjectID)>
+        var directory: TemporaryDirectory { stack.directory }
+        var gate: SaveGate { stack.gate }
+        var writer: ObjectContext { stack.writer }
+        var view: ObjectContext { stack.view }
+        var album: ObjectID { stack.seeded.album }
         let song: ObjectID
         let deletion: DidSave
 
         init() async throws {
-            let store = try StoreTesting.create(in: directory, durability: .relaxed)
-            let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-            let seeder = ObjectContext(coordinator: coordinator, name: "seed")
-            let (artist, album) = await seeder.perform { c in
-                let a = c.insert(Artist.self); a.artistID = 1
-                let al = c.insert(Album.self); al.albumID = 1; al.title = "t"; al.artist = a
-                return (a.objectID, al.objectID)
+            stack = try await GatedWriter("strata-merge-during-save") { _, coordinator in
+                let seeder = ObjectContext(coordinator: coordinator, name: "seed")
+                let seeded = await seeder.perform { c in
+                    let a = c.insert(Artist.self); a.artistID = 1
+                    let al = c.insert(Album.self); al.albumID = 1; al.title = "t"; al.artist = a
+                    return (artist: a.objectID, album: al.objectID)
+                }
+                try await seeder.save()
+                return seeded
             }
-            try await seeder.save()
-            writer = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-            view = ObjectContext(parent: writer, executor: .privateQueue("view"), name: "view")
-            await view.perform { c in c.mergePolicy = .overwrite }
-            song = await view.perform { c in
+            let (artist, album) = stack.seeded
+            await stack.view.perform { c in c.mergePolicy = .overwrite }
+            song = await stack.view.perform { c in
                 let s = c.insert(Song.self)
                 s.songID = StoreTesting.uuid(1); s.title = "s"; s.milliseconds = 1
                 s.album = c.object(with: album, as: Album.self)
                 return s.objectID
             }
-            let background = ObjectContext(coordinator: coordinator, name: "background")
-            await background.perform { c in c.delete(c.object(with: artist)) }  // the cascade takes the album
-            let saves = background.didSave()
-            try await background.save()
-            deletion = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+            // The artist's cascade takes the album; the writer, following the store, merges it first.
+            (_, deletion) = try await stack.commitElsewhere { c in c.delete(c.object(with: artist)) }
             #expect(deletion.deleted.contains(album))
-            await writer.merge(deletion)  // the writer, following the store, merges it first
-            self.album = album
         }
     }
 
