@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// A writer save the store refuses under `hybrid`: the writer drops what it held and the view
+/// shows the store's state again.
+@Suite struct StackRefusedSaveTests {
+    /// The writer, with an artist's deletion pending, merges an import that gives that artist
+    /// an album; the artist's cascade takes the album, whose songs' `deny` rule then refuses
+    /// the writer's save. Meanwhile the view changed the album, and its save of the change
+    /// meets the album's deletion in the writer (a conflict its merge policy resolves). After
+    /// the refusal nothing is pending anywhere and the view shows the store's state: the
+    /// artist, its album and the album's song, in step.
+    @Test("hybrid: a writer save refused by a cascade its merge started leaves the view showing the store's state",
+          arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite])
+    @MainActor func cascadeFromAMergeRefused(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-stack-refused")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        // Not started: the writer's merge is landed by hand, between the view's save into it
+        // and its save to the store.
+        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        let o = try await seedSongbook(store)
+        let outcomes = stack.writerSaves()
+        let (writer, view) = (stack.writerContext!, stack.viewContext)
+        view.performAndWait { c in
+            c.automaticallyMergesChanges = true  // follows the writer, as in a started stack
+            c.mergePolicy = policy
+            _ = c.object(with: o.s, as: Song.self).album?.songs
+            c.delete(c.object(with: o.a2))
+        }
+        try await view.save()  // into the writer, which does not save it yet
+        view.performAndWait { c in c.object(with: o.x, as: Album.self).title = "the view's" }
+        let importer = stack.newImportContext()
+        let imported = importer.didSave()
+        await importer.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await stack.save(importer)
+        let moved = try #require(await firstElement(of: imported, timeout: .seconds(10)))
+        await writer.merge(moved)
+        let cascaded = await writer.perform { c in c.deletedObjects.map(\.objectID).contains(o.x) }
+        #expect(cascaded, "the writer's cascade took the album")
+
+        try await stack.save(view)  // the album's change, then the writer's save to the store
+        let outcome = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(outcome?.error?.code == .deleteRule, "\(String(describing: outcome))")
+        let stored = store.currentGeneration
+        #expect(stored.value(o.x, "artist") == .object(o.a2) && stored.value(o.s, "album") == .object(o.x))
+        #expect(stored.object(o.a2) != nil && stored.integrityProblems().isEmpty)
+        let storedTitle = stored.value(o.x, "title")
+        await waitUntil(view, "the view shows the store's state") { c in
+            c.object(with: o.s)["album"] == .object(o.x) && c.object(with: o.x)["songs"] == .objects([o.s])
+                && c.object(with: o.x)["artist"] == .object(o.a2) && c.object(with: o.x)["title"] == storedTitle
+        }
+        let (pending, problems) = view.performAndWait { c in (c.hasChanges, relationshipDisagreements(c)) }
+        #expect(!pending && problems.isEmpty, "view: pending \(pending), problems \(problems)")
+        let writerPending = await writer.hasChanges
+        #expect(!writerPending)
+        await stack.close()
+    }
+}
