@@ -224,7 +224,12 @@ extension ObjectGraph {
                 changedKeys[id] = before.indices.filter { before[$0] != after[$0] }.map { names[$0] }
                 values[id] = after
             }
-            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && before[index] != after[index] {
+            // An object back from a deletion (or gone now): every object on the other side of its
+            // relationships, which let go of it when it went even where its own values stayed
+            // (a song that let go of an album the parent's cascade took kept "no album" once
+            // the parent dropped the deletion).
+            let cameOrWent = wasGone != gone
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && (cameOrWent || before[index] != after[index]) {
                 for target in Self.targets(before[index]) + Self.targets(after[index]) where registered[target]?.isLoaded == true {
                     work.append(target)
                 }
@@ -1074,6 +1079,21 @@ extension ObjectGraph {
         return values
     }
 
+    /// `before` (from ``pendingValues()``) with the objects that hold changes now and did not
+    /// then, as the children following this context read them: their base, which took the
+    /// merged save's values. A merge's delete rules reach such objects (an album an import
+    /// gave to an artist deleted here, which the artist's cascade takes); unannounced, the
+    /// children showed the album on the artist while this context saved its deletion, a
+    /// save they skip as their own.
+    func addingNewlyPending(to before: [ObjectID: [Value]?]) -> [ObjectID: [Value]?] {
+        var all = before
+        for id in updated.union(deleted) where all[id] == nil {
+            guard let base = registered[id]?.base else { continue }
+            all[id] = .some(base)
+        }
+        return all
+    }
+
     /// What a merge, a rollback or a reset changed of the objects that held changes of their own
     /// (`before`, from ``pendingValues()``), as a did-save of them as they are now: updated
     /// with the keys whose values changed, inserted where a pending deletion was dropped,
@@ -1395,6 +1415,19 @@ extension ObjectGraph {
         guard !ids.isEmpty else { return }
         let gone = Set(ids)
         var candidates = inserted.union(updated)
+        if pending {
+            // And the objects the deleted ones refer to here: letting go of them is not this
+            // context's change either. (The parent may still show them referring to it: its
+            // `deny` rule does not let go, and refuses its save. Let go as a change here, a
+            // song kept "no album" after the parent dropped the deletion, and the view's next
+            // save sent it.)
+            for id in ids {
+                guard let object = registered[id], object.isLoaded else { continue }
+                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                    for target in Self.targets(object.storage[index]) where registered[target] != nil { candidates.insert(target) }
+                }
+            }
+        }
         let view = link.sourceView()
         for layer in view.layers {
             for (entity, rows) in layer.rows.enumerated() where !rows.isEmpty {

@@ -8,9 +8,12 @@ import Testing
     /// The writer, with an artist's deletion pending, merges an import that gives that artist
     /// an album; the artist's cascade takes the album, whose songs' `deny` rule then refuses
     /// the writer's save. Meanwhile the view changed the album, and its save of the change
-    /// meets the album's deletion in the writer (a conflict its merge policy resolves). After
-    /// the refusal nothing is pending anywhere and the view shows the store's state: the
-    /// artist, its album and the album's song, in step.
+    /// meets the album's deletion in the writer (a conflict its merge policy resolves). The
+    /// view, following the writer, is told of the cascade: its song lets go of the album,
+    /// as the writer's doing, not the view's (as a change of the view's, it kept "no album"
+    /// once the writer dropped the deletion, and the view's next save sent it — `hybrid`
+    /// seed 3021 of the soak). After the refusal nothing is pending anywhere and the view
+    /// shows the store's state: the artist, its album and the album's song, in step.
     @Test("hybrid: a writer save refused by a cascade its merge started leaves the view showing the store's state",
           arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite])
     @MainActor func cascadeFromAMergeRefused(policy: MergePolicy) async throws {
@@ -56,5 +59,48 @@ import Testing
         let writerPending = await writer.hasChanges
         #expect(!writerPending)
         await stack.close()
+    }
+}
+
+extension StackRefusedSaveTests {
+    /// The view deletes an artist while an import gives it an album. The writer, its save of
+    /// the deletion held, merges the import: the artist's cascade takes the album there. The
+    /// save meets the import's commit as a conflict and is saved again keeping the store's
+    /// artist, and the album's deletion is written (when the merge lands before the retry, as
+    /// it nearly always does; otherwise the retry has nothing left to write). The view, following the writer, was never
+    /// told of the cascade (a merge announced only what it changed of objects already holding
+    /// changes) and skips the writer's own save: it showed the album on the artist, which
+    /// listed none (`hybrid` seed 4142 of the soak).
+    @Test("hybrid: an artist the view deletes while an import gives it an album: the view ends as the store")
+    func deletionMeetsAnAlbumGivenMeanwhile() async throws {
+        let h = try await StackConsistencyTests.GatedHybrid()
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        await view.perform { c in
+            _ = c.object(with: o.y, as: Album.self).artist
+            _ = c.object(with: o.a2, as: Artist.self).albums
+            c.delete(c.object(with: o.a2))
+        }
+        try await stack.save(view)
+        #expect(await gate.waitUntilHeld(), "the writer's save started")
+        let importer = stack.newImportContext()
+        await importer.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await stack.save(importer)
+        gate.open()
+        let outcome = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(outcome?.error?.code == .conflict, "\(String(describing: outcome))")
+        let stored = store.currentGeneration
+        #expect(stored.integrityProblems().isEmpty)
+        let (a2, y, yArtist) = (stored.object(o.a2) != nil, stored.object(o.y) != nil, stored.value(o.y, "artist"))
+        await waitUntil(view, "the view shows what the store has") { c in
+            let shownY = c.object(with: o.y)
+            let shownA2 = c.object(with: o.a2)
+            return shownY.isDeleted == !y && shownA2.isDeleted == !a2 && (!y || shownY["artist"] == yArtist)
+                && relationshipDisagreements(c).isEmpty
+        }
+        let (problems, pending) = await view.perform { c in (relationshipDisagreements(c), c.hasChanges) }
+        #expect(problems.isEmpty && !pending, "view: \(problems), pending \(pending)")
+        await store.close()
     }
 }
