@@ -508,7 +508,15 @@ final class ObjectGraph {
         case .inserted:
             object.changedKeys.insert(index)
         case .persistent:
-            if object.base?[index] == value { object.changedKeys.remove(index) } else { object.changedKeys.insert(index) }
+            // Under a conflict kept for the next save (merge policy `error`) the base is the old
+            // row: a key set back to it still differs from the row merged since, and stays a
+            // change for the save to report. (Dropped, the object showed the old value with
+            // nothing pending while the store held the merged one, and no save mentioned it.)
+            if object.base?[index] == value, object.mergedRowInConflict.map({ $0.values[index] == value }) ?? true {
+                object.changedKeys.remove(index)
+            } else {
+                object.changedKeys.insert(index)
+            }
             if object.changedKeys.isEmpty, object.deletedInConflict {
                 // Deleted elsewhere and kept for its changes, the last of which is gone: nothing
                 // keeps it now, as a merge keeps no object without changes. (It stayed alive,
