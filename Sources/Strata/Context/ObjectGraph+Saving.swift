@@ -1513,6 +1513,17 @@ extension ObjectGraph {
                                                    lost: replaced.filter { !ours.contains($0) }, gained: ours.filter { !replaced.contains($0) }))
             }
         }
+        // A to-one changed here only (the save holds its base value) keeps ours under every
+        // policy: objects the save shows referring back by the base value stop, as for a
+        // conflict kept. (An artist whose list a first merge had brought in step with ours
+        // lost its pending change; a second merge, moving the album back to the base value,
+        // listed it there again while the album named another artist.)
+        for index in object.changedKeys.sorted() where theirs[index] == base[index] && object.storage[index] != theirs[index] {
+            guard let info = relationships[object.entityIndex][index], !info.isToMany else { continue }
+            let ours = Self.targets(object.storage[index]), replaced = Self.targets(theirs[index])
+            dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
+                                               lost: replaced.filter { !ours.contains($0) }, gained: ours.filter { !replaced.contains($0) }))
+        }
         let keepOurs: Set<Int>
         switch policy {
         case .error:
