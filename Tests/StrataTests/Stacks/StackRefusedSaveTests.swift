@@ -67,15 +67,14 @@ extension StackRefusedSaveTests {
     /// the deletion held, merges the import: the artist's cascade takes the album there. The
     /// save meets the import's commit as a conflict and is saved again keeping the store's
     /// artist, and the album's deletion is written (when the merge lands before the retry, as
-    /// it nearly always does; otherwise the retry has nothing left to write). The view, following the writer, was never
-    /// told of the cascade (a merge announced only what it changed of objects already holding
-    /// changes) and skips the writer's own save: it showed the album on the artist, which
-    /// listed none (`hybrid` seed 4142 of the soak).
+    /// it nearly always does; otherwise the retry has nothing left to write). The view,
+    /// following the writer, was never told of the cascade (a merge announced only what it
+    /// changed of objects already holding changes) and skips the writer's own save: it showed
+    /// the album on the artist, which listed none (`hybrid` seed 4142 of the soak).
     @Test("hybrid: an artist the view deletes while an import gives it an album: the view ends as the store")
     func deletionMeetsAnAlbumGivenMeanwhile() async throws {
-        let h = try await StackConsistencyTests.GatedHybrid()
-        defer { h.directory.remove() }
-        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let g = try await StackWriterConflictTests.Gated(.hybrid)
+        let (store, stack, o) = (g.store, g.stack, g.objects)
         let view = stack.viewContext
         await view.perform { c in
             _ = c.object(with: o.y, as: Album.self).artist
@@ -83,12 +82,9 @@ extension StackRefusedSaveTests {
             c.delete(c.object(with: o.a2))
         }
         try await stack.save(view)
-        #expect(await gate.waitUntilHeld(), "the writer's save started")
-        let importer = stack.newImportContext()
-        await importer.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
-        try await stack.save(importer)
-        gate.open()
-        let outcome = await StackConsistencyTests.nextOutcome(outcomes)
+        try await g.commitElsewhere { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        g.gate.open()
+        let outcome = await StackConsistencyTests.nextOutcome(g.outcomes)
         #expect(outcome?.error?.code == .conflict, "\(String(describing: outcome))")
         let stored = store.currentGeneration
         #expect(stored.integrityProblems().isEmpty)
@@ -101,6 +97,6 @@ extension StackRefusedSaveTests {
         }
         let (problems, pending) = await view.perform { c in (relationshipDisagreements(c), c.hasChanges) }
         #expect(problems.isEmpty && !pending, "view: \(problems), pending \(pending)")
-        await store.close()
+        await g.close()
     }
 }
