@@ -1502,23 +1502,17 @@ extension ObjectGraph {
             Conflict(object: object.objectID, key: entity.property(at: $0).name, base: base[$0], ours: object.storage[$0],
                      theirs: theirs[$0], theirVersion: version)
         }
-        if policy == .error || policy == .contextWins || policy == .overwrite {
-            // A to-one both sides changed keeps ours: what only their value refers to stops
-            // referring back (took it from the save, or shows it in the view), as a value of
-            // ours the policy replaces is taken back on both sides below.
-            for index in conflicting {
-                guard let info = relationships[object.entityIndex][index] else { continue }
-                let ours = Self.targets(object.storage[index]), replaced = Self.targets(theirs[index])
-                dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
-                                                   lost: replaced.filter { !ours.contains($0) }, gained: ours.filter { !replaced.contains($0) }))
-            }
-        }
-        // A to-one changed here only (the save holds its base value) keeps ours under every
-        // policy: objects the save shows referring back by the base value stop, as for a
-        // conflict kept. (An artist whose list a first merge had brought in step with ours
-        // lost its pending change; a second merge, moving the album back to the base value,
-        // listed it there again while the album named another artist.)
-        for index in object.changedKeys.sorted() where theirs[index] == base[index] && object.storage[index] != theirs[index] {
+        // To-ones whose value ours keeps against theirs: what only their value refers to stops
+        // referring back (took it from the save, or shows it in the view), as a value of ours
+        // the policy replaces is taken back on both sides below. Those both sides changed,
+        // under the policies keeping ours; and, under every policy, those changed here only
+        // (the save holds the base value), as for a conflict kept. (An artist whose list a
+        // first merge had brought in step with ours lost its pending change; a second merge,
+        // moving the album back to the base value, listed it there again while the album
+        // named another artist.)
+        let keptAgainstTheirs = (policy == .error || policy == .contextWins || policy == .overwrite ? conflicting : [])
+            + object.changedKeys.sorted().filter { theirs[$0] == base[$0] && object.storage[$0] != theirs[$0] }
+        for index in keptAgainstTheirs {
             guard let info = relationships[object.entityIndex][index], !info.isToMany else { continue }
             let ours = Self.targets(object.storage[index]), replaced = Self.targets(theirs[index])
             dropped.append(DroppedRelationship(source: object.objectID, index: index, info: info,
