@@ -578,7 +578,7 @@ extension ObjectContext {
             }
             return merged
         }.conflicts
-        let beyond = pendingBefore.isEmpty ? nil : graph.pendingChanged(since: graph.addingNewlyPending(to: pendingBefore), author: name)
+        let beyond = pendingBefore.isEmpty ? nil : graph.pendingChanged(since: graph.addingNewlyDeleted(to: pendingBefore), author: name)
         processPendingChanges()
         if !found.isEmpty { conflicts.yield(found) }
         link.changes.yield(save)

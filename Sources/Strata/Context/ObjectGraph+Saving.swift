@@ -1079,15 +1079,17 @@ extension ObjectGraph {
         return values
     }
 
-    /// `before` (from ``pendingValues()``) with the objects that hold changes now and did not
+    /// `before` (from ``pendingValues()``) with the objects pending deletion now and not
     /// then, as the children following this context read them: their base, which took the
     /// merged save's values. A merge's delete rules reach such objects (an album an import
     /// gave to an artist deleted here, which the artist's cascade takes); unannounced, the
     /// children showed the album on the artist while this context saved its deletion, a
-    /// save they skip as their own.
-    func addingNewlyPending(to before: [ObjectID: [Value]?]) -> [ObjectID: [Value]?] {
+    /// save they skip as their own. (Objects a merge only changed are not added: an artist
+    /// whose list a conflict kept here took back, announced so, reached a child after the
+    /// child had read the store's outcome of the save again, and undid it there.)
+    func addingNewlyDeleted(to before: [ObjectID: [Value]?]) -> [ObjectID: [Value]?] {
         var all = before
-        for id in updated.union(deleted) where all[id] == nil {
+        for id in deleted where all[id] == nil {
             guard let base = registered[id]?.base else { continue }
             all[id] = .some(base)
         }
