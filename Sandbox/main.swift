@@ -45,13 +45,15 @@ enum SandboxMain {
            let durability = Durability(rawValue: arguments[2]) {
             do { try await ColdOpenScenario.probeCommit(objects: objects, durability: durability) } catch { fail("\(error)", status: 1) }
         }
-        if arguments.first == "--probe-durability", arguments.count == 4, let writers = Int(arguments[1]),
-           let durability = Durability(rawValue: arguments[2]), let saves = Int(arguments[3]), writers > 0, saves > 0 {
-            // `sandbox --probe-durability WRITERS full|relaxed|none SAVES`: one configuration of
-            // the durability scenario (context saves), for profiling: saves per second and
-            // processor time per save.
+        if arguments.first == "--probe-durability", arguments.count == 4 || arguments.count == 5, let writers = Int(arguments[1]),
+           let durability = Durability(rawValue: arguments[2]), let saves = Int(arguments[3]), writers > 0, saves > 0,
+           arguments.count == 4 || arguments[4] == "store" || arguments[4] == "context" {
+            // `sandbox --probe-durability WRITERS full|relaxed|none SAVES [context|store]`: one
+            // configuration of the durability scenario (context saves unless `store`), for
+            // profiling: saves per second and processor time per save.
             do {
-                let outcome = try await DurabilityScenario().measure(durability: durability, writers: writers, saves: saves, through: .context)
+                let path: DurabilityScenario.Saves = arguments.count == 5 && arguments[4] == "store" ? .store : .context
+                let outcome = try await DurabilityScenario().measure(durability: durability, writers: writers, saves: saves, through: path)
                 printLine("\(writers) writers, \(durability.rawValue): \(Int(outcome.rate)) saves/s, \(Int(outcome.processorPerSave * 1e6)) µs of processor per save, \(outcome.syncsPerSave) fsyncs per save")
             } catch { fail("\(error)", status: 1) }
             exit(0)

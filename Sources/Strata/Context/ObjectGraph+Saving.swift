@@ -1188,6 +1188,8 @@ extension ObjectGraph {
             for id in save.inserted { if let object = registered[id] { changed.append((id, object)) } }
         }
         var dropped: [DroppedRelationship] = []
+        // Objects holding no change that took the save's values, with the values they held.
+        var takenWhole: [(object: ManagedObject, before: [Value])] = []
         // Objects pending deletion here that the save related to other objects.
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
         for (id, object) in changed {
@@ -1254,6 +1256,7 @@ extension ObjectGraph {
                 if object.lifecycle == .persistent {
                     guard object.storage != theirs || object.baseVersion != version else { continue }
                     let valuesChanged = object.storage != theirs
+                    if valuesChanged { takenWhole.append((object, object.storage)) }
                     object.storage = theirs
                     object.base = theirs
                     object.baseVersion = version
@@ -1269,6 +1272,7 @@ extension ObjectGraph {
         // Inverses last, once every object the save changed holds its merged values: what
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
+        yieldToPendingInverses(takenWhole)
         forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true }, pending: save.transaction == nil)
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         // The delete rules of a pending deletion reach what the save related to the object (an
@@ -1276,6 +1280,29 @@ extension ObjectGraph {
         // what it was related to when it was deleted.
         for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         return (conflicts, touched)
+    }
+
+    /// Objects holding no change that took a merged save's values (`taken`, with the values
+    /// they held): a member the save added to one of their lists that holds a change of its
+    /// own here, naming another object, is let go of — the change pending here decides, as
+    /// the next save will send it. A change can name another object while the list held
+    /// here never listed the member: a child read both objects through this context after
+    /// the commit, which this context had not merged yet, and moved the member away; its
+    /// save took the member out of a list that did not hold it — no change here — and the
+    /// merge then listed it again on the object it had left.
+    private func yieldToPendingInverses(_ taken: [(object: ManagedObject, before: [Value])]) {
+        for (object, before) in taken where object.lifecycle == .persistent {
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info, case .objects(let ids) = object.storage[index], object.storage[index] != before[index] else { continue }
+                for id in ids where !before[index].refers(to: id) {
+                    guard let member = registered[id], member.isLoaded, member.lifecycle == .persistent,
+                        member.changedKeys.contains(info.inverseIndex),
+                        !member.storage[info.inverseIndex].refers(to: object.objectID)
+                    else { continue }
+                    letGo(of: id, in: object, at: index)
+                }
+            }
+        }
     }
 
     /// An object whose deletion by a child the merge policy dropped: objects the child's

@@ -4,11 +4,9 @@ import Testing
 
 /// A child's save based on a newer state of an object than its parent holds (the child
 /// read it through the parent after a commit the parent has not merged yet), taking an
-/// album from an artist's list that the parent holds without it: once the parent merges
-/// that commit, the artist should not list the album, which names another. It does today —
-/// the parent takes the commit's list, with the album, and keeps the album's move — a known
-/// issue (docs/ARCHITECTURE.md, "Limits today"): the store is right, the view keeps showing
-/// the stale list.
+/// album from an artist's list that the parent holds without it: that is no change in the
+/// parent, and when the parent merges the commit, the commit's list names the album again.
+/// The album's move, pending in the parent, decides: the artist lets go of it.
 @Suite struct NewerChildBaseTests {
     @Test("a list a child took a member from, against a newer base than its parent's, stays without it when the parent merges that state")
     func parentMergesTheStateTheChildSawAfterItsSave() async throws {
@@ -58,10 +56,8 @@ import Testing
              relationshipDisagreements(c))
         }
         #expect(albumArtist == second)
-        withKnownIssue("the parent merges the newer list over the child's change: the artist lists the album again") {
-            #expect(firstAlbums.isEmpty, "the first artist does not list the album the view moved to the second")
-            #expect(problems.isEmpty, "\(problems)")
-        }
+        #expect(firstAlbums.isEmpty, "the first artist does not list the album the view moved to the second")
+        #expect(problems.isEmpty, "\(problems)")
         try await view.save()
         try await writer.save()
         let g = store.currentGeneration
@@ -71,9 +67,7 @@ import Testing
         let converged = await view.perform { c in
             (c.object(with: first, as: Artist.self).albums.map(\.objectID), c.hasChanges)
         }
-        withKnownIssue("the view keeps the stale list (its own saves do not come back to it)") {
-            #expect(converged.0.isEmpty && !converged.1, "the view shows the store, nothing pending: \(converged)")
-        }
+        #expect(converged.0.isEmpty && !converged.1, "the view shows the store, nothing pending: \(converged)")
         await store.close()
     }
 }
