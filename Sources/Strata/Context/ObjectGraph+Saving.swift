@@ -1390,9 +1390,23 @@ extension ObjectGraph {
             default:
                 break
             }
+            // A pair is dropped whole: another change this merge kept (the other side's, kept
+            // by the policy) may have listed the target here again — it now lets go.
+            if change.info.isToMany, let source = registered[change.source], source.isLoaded, isAlive(source),
+                !target.storage[inverse].refers(to: change.source)
+            {
+                letGo(of: id, in: source, at: change.index)
+            }
         }
+        // Only what the source still refers to: a dropped change of the other side's may
+        // have taken the source back since (an album whose move here a merge kept, while
+        // `rollback` dropped every change of the artist it moved to, conflicting on its name:
+        // listed on that artist again, the album had gone back to no artist, and the writer's
+        // next save was refused as an inverse violation).
+        let source = registered[change.source]
         for id in change.gained {
             guard let target = registered[id], target.isLoaded, isAlive(target) else { continue }
+            if let source, source.isLoaded, !source.storage[change.index].refers(to: id) { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where !ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
