@@ -1173,6 +1173,12 @@ extension ObjectGraph {
                 }
             }
             makeTombstone(object)
+            // A deletion the parent holds, not committed: back when the parent shows the object
+            // again. The parent may drop it (its save refused), and the announcement can reach
+            // this context after the parent's word that it dropped it (`parentDropped`, which
+            // the stack sends directly): the album a writer's cascade had taken stayed a
+            // tombstone here while its artist, reloaded, listed it again.
+            if save.transaction == nil { object.missingWhenLoaded = true }
         }
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.
