@@ -464,6 +464,7 @@ extension ObjectContext {
                 // The saved objects take what the parent holds, and the did-save says what
                 // it applied: its merge policy may have kept its own values.
                 kept = graph.finishSave(capture, committed: nil, held: applied.held)
+                graph.adoptParentValues(of: applied.didSave, beyond: capture)
                 // (Not the objects whose deletion the parent's merge policy dropped.)
                 graph.markDeletedElsewhere(resolved.filter { $0.key == nil && $0.theirVersion == nil }.map(\.object) + applied.alsoDeleted)
                 return applied.didSave

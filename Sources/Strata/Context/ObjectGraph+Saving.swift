@@ -458,6 +458,43 @@ extension ObjectGraph {
 
     /// The keys whose values `object` shows now differ from `before` (none when it is no
     /// longer loaded).
+    /// After a save into the parent: objects the save did not carry that the parent's
+    /// did-save lists — the other sides it kept in step while applying the save — and that
+    /// hold changes here. A key whose pending value is what the parent holds now is no
+    /// longer a change: the base takes the parent's value. Such a change can come from a
+    /// merge that ran while the save was in flight: an album moved here, saved, while a
+    /// commit merged meanwhile put it on another artist — the merge kept the move and had
+    /// that artist let go of it, a change of this context's that the save did not carry.
+    /// The parent let go too when it applied the move; left a change here, a rollback took
+    /// the artist back to the commit's list, naming the album while the parent, and then
+    /// the store, did not.
+    func adoptParentValues(of didSave: DidSave, beyond capture: SaveCapture) {
+        guard !didSave.updated.isEmpty, !updated.isEmpty else { return }
+        var carried = Set(capture.updated.map(\.objectID))
+        carried.formUnion(capture.inserted.map(\.objectID))
+        carried.formUnion(capture.deleted.map(\.objectID))
+        let values = didSave.values, changedKeys = didSave.changedKeys
+        for id in didSave.updated where !carried.contains(id) {
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent, !object.changedKeys.isEmpty,
+                object.mergedRowInConflict == nil, object.keysSetDuringSave == nil, var base = object.base,
+                let theirs = values[id], let keys = changedKeys[id]
+            else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            var adopted = false
+            for key in keys {
+                guard let index = names.firstIndex(of: key), object.changedKeys.contains(index), object.storage[index] == theirs[index]
+                else { continue }
+                base[index] = theirs[index]
+                object.changedKeys.remove(index)
+                adopted = true
+            }
+            guard adopted else { continue }
+            object.base = base
+            setTracking(object)
+            noteChanged(object)
+        }
+    }
+
     private static func keysChanged(in object: ManagedObject, from before: [Value]) -> [Int] {
         guard object.isLoaded, object.storage.count == before.count else { return [] }
         return before.indices.filter { object.storage[$0] != before[$0] }
