@@ -1210,12 +1210,6 @@ extension ObjectGraph {
                 }
             }
             makeTombstone(object)
-            // A deletion the parent holds, not committed: back when the parent shows the object
-            // again. The parent may drop it (its save refused), and the announcement can reach
-            // this context after the parent's word that it dropped it (`parentDropped`, which
-            // the stack sends directly): the album a writer's cascade had taken stayed a
-            // tombstone here while its artist, reloaded, listed it again.
-            if save.transaction == nil { object.missingWhenLoaded = true }
         }
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.
@@ -1235,7 +1229,22 @@ extension ObjectGraph {
         var takenWhole: [(object: ManagedObject, before: [Value])] = []
         // Objects pending deletion here that the save related to other objects.
         var joinedDeleted: [(object: ManagedObject, joined: [Int: [ObjectID]])] = []
+        // Objects the parent shows again, not committed (a pending deletion it dropped): a
+        // tombstone here comes back. The parent's announcement of the deletion can reach this
+        // context after its word that it dropped it (`parentDropped`, which the stack sends
+        // directly when the writer's save is refused): the album a writer's cascade had taken
+        // stayed a tombstone here while its artist, reloaded, listed it again. (Only on the
+        // parent's word: a tombstone that came back whenever the parent showed it came back
+        // while the parent still held the deletion, without the objects that had let go of it.)
+        // Reloaded as a parent's dropped change is (`reloadFromParent`): with the objects on the
+        // other side of its relationships, which let go of it when it went.
+        let shownAgain: Set<ObjectID> = save.transaction == nil && !save.inserted.isEmpty ? Set(save.inserted) : []
+        var cameBack: [ObjectID] = []
         for (id, object) in changed {
+            if object.lifecycle == .deletedElsewhere, !object.mayReappear, shownAgain.contains(id) {
+                cameBack.append(id)
+                continue
+            }
             if object.mayReappear {
                 // Looked for before it was saved, or deleted by a save into the parent that
                 // the parent has undone: here now (see `reviveIfPresent`).
@@ -1312,6 +1321,7 @@ extension ObjectGraph {
             leftUnchanged[id] = object.storage
             conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy, dropped: &dropped)
         }
+        if !cameBack.isEmpty { _ = reloadFromParent(cameBack, unheld: \.invalidated) }
         // Inverses last, once every object the save changed holds its merged values: what
         // is left pointing the old way was put there by this context's own changes.
         for change in dropped { restoreInverses(of: change) }
@@ -1337,7 +1347,10 @@ extension ObjectGraph {
         for (object, before) in taken where object.lifecycle == .persistent {
             for (index, info) in relationships[object.entityIndex].enumerated() {
                 guard let info, case .objects(let ids) = object.storage[index], object.storage[index] != before[index] else { continue }
-                for id in ids where !before[index].refers(to: id) {
+                // Looked up in a set when the list is long (a list of 200,000 songs gaining one).
+                let old = before[index].referencedObjects
+                let oldSet: Set<ObjectID>? = old.count > 16 ? Set(old) : nil
+                for id in ids where !(oldSet?.contains(id) ?? old.contains(id)) {
                     guard let member = registered[id], member.isLoaded, member.lifecycle == .persistent,
                         member.changedKeys.contains(info.inverseIndex),
                         !member.storage[info.inverseIndex].refers(to: object.objectID)
@@ -1446,10 +1459,12 @@ extension ObjectGraph {
         // `rollback` dropped every change of the artist it moved to, conflicting on its name:
         // listed on that artist again, the album had gone back to no artist, and the writer's
         // next save was refused as an inverse violation).
-        let source = registered[change.source]
+        let source = registered[change.source].flatMap { $0.isLoaded ? $0 : nil }
+        let referred = source.map { Self.targets($0.storage[change.index]) } ?? []
+        let referredSet: Set<ObjectID>? = referred.count > 16 ? Set(referred) : nil
         for id in change.gained {
             guard let target = registered[id], target.isLoaded, isAlive(target) else { continue }
-            if let source, source.isLoaded, !source.storage[change.index].refers(to: id) { continue }
+            if source != nil, !(referredSet?.contains(id) ?? referred.contains(id)) { continue }
             switch target.storage[inverse] {
             case .objects(let ids) where !ids.contains(change.source):
                 setPrimitive(target, index: inverse, value: .objects(ids + [change.source]))
