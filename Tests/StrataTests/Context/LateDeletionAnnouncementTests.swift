@@ -10,7 +10,7 @@ import Testing
 /// view first. The late announcement made the album a tombstone for good: the writer's next
 /// announcement (the rollback, bringing both back) relisted it on the artist while it stayed
 /// deleted in the view — `hybrid` seed 1740 of the soak. The tombstone of a deletion the
-/// parent only holds comes back once the parent shows the object again.
+/// parent only holds comes back on the parent's word that it shows the object again.
 @Suite struct LateDeletionAnnouncementTests {
     @Test("a parent's pending deletion announced after the parent dropped it: the object comes back with the parent's next word")
     func deletionAnnouncedAfterTheParentDroppedIt() async throws {
