@@ -456,8 +456,6 @@ extension ObjectGraph {
         return (kept, keptValues)
     }
 
-    /// The keys whose values `object` shows now differ from `before` (none when it is no
-    /// longer loaded).
     /// After a save into the parent: objects the save did not carry that the parent's
     /// did-save lists — the other sides it kept in step while applying the save — and that
     /// hold changes here. A key whose pending value is what the parent holds now is no
@@ -495,6 +493,8 @@ extension ObjectGraph {
         }
     }
 
+    /// The keys whose values `object` shows now differ from `before` (none when it is no
+    /// longer loaded).
     private static func keysChanged(in object: ManagedObject, from before: [Value]) -> [Int] {
         guard object.isLoaded, object.storage.count == before.count else { return [] }
         return before.indices.filter { object.storage[$0] != before[$0] }
@@ -1344,6 +1344,8 @@ extension ObjectGraph {
     /// save took the member out of a list that did not hold it — no change here — and the
     /// merge then listed it again on the object it had left.
     private func yieldToPendingInverses(_ taken: [(object: ManagedObject, before: [Value])]) {
+        // No object holds a change here (a view merging an import, mostly): nothing to yield to.
+        guard !updated.isEmpty else { return }
         for (object, before) in taken where object.lifecycle == .persistent {
             for (index, info) in relationships[object.entityIndex].enumerated() {
                 guard let info, case .objects(let ids) = object.storage[index], object.storage[index] != before[index] else { continue }
