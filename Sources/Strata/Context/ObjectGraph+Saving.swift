@@ -563,7 +563,14 @@ extension ObjectGraph {
         var changed: [ObjectID: [Int]] = [:]
         for (id, other) in others {
             let keys = Self.keysChanged(in: other.object, from: other.before)
-            if !keys.isEmpty { changed[id] = keys }
+            guard !keys.isEmpty else { continue }
+            changed[id] = keys
+            // Referring again is what the parent (or the store) holds, not a change of this
+            // context's: the base takes it. (Left a change, the album a song was moved to
+            // before the song's deletion was dropped listed it on a base that did not; once
+            // the song moved on, the next save listed it there again, and the parent took
+            // the list while the song named another album.)
+            refresh(other.object, mergeChanges: true)
         }
         return (Array(back.dropFirst(kept.count)), changed)
     }
