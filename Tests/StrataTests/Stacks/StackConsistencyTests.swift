@@ -48,15 +48,20 @@ final class SaveGate: Sendable {
     struct GatedHybrid {
         let directory = TemporaryDirectory("strata-stack-consistency")
         let store: Store
-        let gate = SaveGate(context: "writer")
+        let gate: SaveGate
         let stack: Stack
         let objects: ConstraintTests.Objects
         let outcomes: AsyncStream<Stack.WriterSaveOutcome>
+        var writer: ObjectContext { stack.writerContext! }
+        var view: ObjectContext { stack.viewContext }
 
-        init() async throws {
+        /// `started: false` leaves the stack not started: the merges a started stack makes
+        /// by itself are landed by hand, in the order a test needs.
+        init(gate: SaveGate = SaveGate(context: "writer"), started: Bool = true) async throws {
+            self.gate = gate
             store = try StoreTesting.create(in: directory, durability: .relaxed)
             stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-            await stack.start()
+            if started { await stack.start() }
             objects = try await seedSongbook(store)
             outcomes = stack.writerSaves()
         }
@@ -466,15 +471,10 @@ extension StackConsistencyTests {
     @Test("hybrid: a song moved to an album an import deletes, merged by the writer before and by the view during the view's save",
           arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite])
     @MainActor func songMovedToAnAlbumDeletedWhileTheViewSaves(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-stack-consistency")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let gate = SaveGate(context: "writer", operation: .applyChildSave)
         // Not started: the merges the stack makes automatically are landed by hand, in this order.
-        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        let o = try await seedSongbook(store)
-        let outcomes = stack.writerSaves()
-        let (writer, view) = (stack.writerContext!, stack.viewContext)
+        let h = try await GatedHybrid(gate: SaveGate(context: "writer", operation: .applyChildSave), started: false)
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes, writer, view) = (h.store, h.gate, h.stack, h.objects, h.outcomes, h.writer, h.view)
         let setup = stack.newImportContext(name: "setup")
         await setup.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         try await stack.save(setup)

@@ -14,16 +14,11 @@ import Testing
     @Test("hybrid: a commit merged while the view's save of a move is in flight: the view ends as the store, after a rollback too",
           arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback])
     @MainActor func commitMergedWhileSaving(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-merge-during-save")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
         // Not started: merges are landed by hand. The gate holds the writer once it has
         // applied the view's save, before the view hears back.
-        let gate = SaveGate(context: "writer", operation: .applyChildSave)
-        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self], observer: gate.observer)
-        let o = try await seedSongbook(store)
-        let outcomes = stack.writerSaves()
-        let (writer, view) = (stack.writerContext!, stack.viewContext)
+        let h = try await StackConsistencyTests.GatedHybrid(gate: SaveGate(context: "writer", operation: .applyChildSave), started: false)
+        defer { h.directory.remove() }
+        let (store, gate, stack, o, outcomes, writer, view) = (h.store, h.gate, h.stack, h.objects, h.outcomes, h.writer, h.view)
         let newArtist = view.performAndWait { c in
             c.mergePolicy = policy
             _ = c.object(with: o.a3, as: Artist.self).albums

@@ -17,15 +17,11 @@ import Testing
     @Test("hybrid: a writer save refused by a cascade its merge started leaves the view showing the store's state",
           arguments: [MergePolicy.rollback, .storeWins, .contextWins, .overwrite])
     @MainActor func cascadeFromAMergeRefused(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-stack-refused")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
         // Not started: the writer's merge is landed by hand, between the view's save into it
-        // and its save to the store.
-        let stack = Stack(.hybrid, store: store, modelClasses: [Artist.self, Album.self, Song.self])
-        let o = try await seedSongbook(store)
-        let outcomes = stack.writerSaves()
-        let (writer, view) = (stack.writerContext!, stack.viewContext)
+        // and its save to the store. (No save is held: the gate is never armed.)
+        let h = try await StackConsistencyTests.GatedHybrid(gate: SaveGate(context: "writer", saves: 0), started: false)
+        defer { h.directory.remove() }
+        let (store, stack, o, outcomes, writer, view) = (h.store, h.stack, h.objects, h.outcomes, h.writer, h.view)
         view.performAndWait { c in
             c.automaticallyMergesChanges = true  // follows the writer, as in a started stack
             c.mergePolicy = policy
