@@ -117,6 +117,10 @@ public final class Journal: Sendable {
     /// How long an idle writer polls for the next append before it lets its thread sleep,
     /// when appends have been following acknowledgements closely (see ``State/pollWhenIdle``).
     static var idlePollNanoseconds: UInt64 { 200_000 }
+    /// The shortest and longest a task completing a group watches for its sync (see
+    /// ``AppendTurn/watchSync(until:)``): twice the last sync, within these bounds.
+    static var shortestSyncWatch: UInt64 { 50_000 }
+    static var longestSyncWatch: UInt64 { 1_000_000 }
     /// Called on the writer queue each time transactions become durable (with the last
     /// one), once their waiters are on their way — the store publishes generations here.
     private let durabilityObserver = Locked<DurabilityObserver?>(nil)
@@ -386,7 +390,14 @@ public final class Journal: Sendable {
                 s.writerScheduled = true
                 return .turn(.lead)
             }
-            guard !s.writerScheduled else { return .turn(.none) }
+            if s.writerScheduled {
+                // This append completes the group the writer is gathering: its sync starts now.
+                if configuration.durability == .full, shared, s.pendingCount >= s.groupSize {
+                    let watch = min(2 * max(s.lastSyncNanoseconds, Self.shortestSyncWatch), Self.longestSyncWatch)
+                    return .turn(.watchSync(until: now + watch))
+                }
+                return .turn(.none)
+            }
             s.writerScheduled = true
             if mayLead, !shared, configuration.durability != .none {
                 s.pendingOnThreads += 1
@@ -436,6 +447,17 @@ public final class Journal: Sendable {
         /// transaction by `deadline` (uptime nanoseconds) and nobody is writing, write
         /// what is pending.
         case waitInGroup(deadline: UInt64)
+        /// The append completed a group the writer syncs now, and its caller cannot block
+        /// (a task on the cooperative pool): ``waitUntilDurable(_:after:)`` watches for the
+        /// acknowledgement until `until` (uptime nanoseconds), yielding the caller's
+        /// executor between looks, before it parks. One of the group's threads stays awake
+        /// through the sync — otherwise every pool thread sleeps then, and the
+        /// acknowledged appenders wait for one to be woken (about as long as a small
+        /// commit's own work, on a virtual machine) before their next commits can form the
+        /// next group. Only the appender completing a group watches, and only under
+        /// `.full` while batches are shared: a lone appender's latency is not changed, and
+        /// nobody spins while a group is still forming (the others need the processors).
+        case watchSync(until: UInt64)
     }
 
     /// Takes an appender's turn (see ``AppendTurn``) on the calling thread, which may block:
@@ -446,7 +468,7 @@ public final class Journal: Sendable {
     func takeTurn(_ turn: AppendTurn, for number: UInt64) {
         let deadline: UInt64
         switch turn {
-        case .none: return
+        case .none, .watchSync: return
         case .lead: return writeAsLeader()
         case .waitInGroup(let until): deadline = until
         }
@@ -498,6 +520,17 @@ public final class Journal: Sendable {
     /// ``Durability`` (immediately for one already durable).
     /// - Throws: ``StoreError/Code/poisoned`` if a write or sync failed before it was durable.
     nonisolated(nonsending) public func waitUntilDurable(_ number: UInt64) async throws(StoreError) {
+        try await waitUntilDurable(number, after: .none)
+    }
+
+    /// ``waitUntilDurable(_:)`` after an append whose turn was `turn`: a
+    /// ``AppendTurn/watchSync(until:)`` turn watches for the acknowledgement first.
+    nonisolated(nonsending) func waitUntilDurable(_ number: UInt64, after turn: AppendTurn) async throws(StoreError) {
+        if case .watchSync(let until) = turn {
+            while durableThrough.load(ordering: .acquiring) < number, DispatchTime.now().uptimeNanoseconds < until {
+                await Task.yield()
+            }
+        }
         // Already durable (always so under `.none`): no suspension.
         if state.withLock({ $0.lastDurable >= number }) { return }
         do {
@@ -585,8 +618,9 @@ public final class Journal: Sendable {
     /// it; under `.relaxed`, an append writes what is pending, or waits for whoever is
     /// writing to take it.
     nonisolated(nonsending) public func append(_ record: TransactionRecord, callerMayBlock: Bool) async throws(StoreError) {
-        takeTurn(try enqueue(record, validated: false, mayLead: callerMayBlock), for: record.number)
-        try await waitUntilDurable(record.number)
+        let turn = try enqueue(record, validated: false, mayLead: callerMayBlock)
+        takeTurn(turn, for: record.number)
+        try await waitUntilDurable(record.number, after: turn)
     }
 
     /// Throws `closed` or `poisoned` if the journal accepts no more appends (cheap; lets a

@@ -81,7 +81,7 @@ extension Store {
             return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
         }
         let number = notification.transaction
-        try await journal.waitUntilDurable(number)
+        try await journal.waitUntilDurable(number, after: turn)
         ensurePublished(number)
         return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved, notification: notification)
     }
