@@ -90,10 +90,16 @@ import Darwin
             // batches have not been shared lately.)
             #expect(statistics.writesByAppenders > 0, "\(statistics)")
         }
-        await journal.close()
+        try await Self.closeAndRecover(rig, count: count, crashSeed: 11)
+    }
+
+    /// Closes the rig's journal, checks its I/O ordering, and checks that a power loss
+    /// afterwards keeps the first `count` transactions of ``history``.
+    static func closeAndRecover(_ rig: PoisonTests.Rig, count: UInt64, crashSeed: UInt64) async throws {
+        await rig.journal.close()
         #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
-        let recovered = try await recover(rig.memory.crashed(seed: 11, mode: .powerLoss))
-        #expect(recovered.state == Self.history.model(count))
+        let recovered = try await recover(rig.memory.crashed(seed: crashSeed, mode: .powerLoss))
+        #expect(recovered.state == history.model(count))
     }
 
     @Test("a group left to its waiters by a leader, whose sync then fails: the waiter that writes it gets the failure, and nothing after is acknowledged")

@@ -37,10 +37,7 @@ import Testing
         #expect(statistics.appends == Int(count))
         #expect(statistics.syncs < Int(count), "appends shared syncs: \(statistics)")
         #expect(turns.contains { if case .watchSync = $0 { true } else { false } }, "some appender completed a group and watched its sync")
-        await journal.close()
-        #expect(rig.checker.violations.isEmpty, "\(rig.checker.violations)")
-        let recovered = try await recover(rig.memory.crashed(seed: 12, mode: .powerLoss))
-        #expect(recovered.state == GroupWaitTests.history.model(count))
+        try await GroupWaitTests.closeAndRecover(rig, count: count, crashSeed: 12)
     }
 
     @Test("a watch that runs out before the sync ends parks, and returns once the transaction is durable")
