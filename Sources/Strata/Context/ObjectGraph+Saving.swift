@@ -182,6 +182,14 @@ extension ObjectGraph {
         return reloadFromParent(ids.sorted(), unheld: \.merged)
     }
 
+    /// One side of a relationship to put in step with an object back from a tombstone.
+    private struct InverseFix {
+        let index: Int
+        let other: ObjectID
+        /// Refer to `other` (or let go of it).
+        let refers: Bool
+    }
+
     /// Reads the objects named again from the parent, as ``refresh(_:mergeChanges:)`` does
     /// with `mergeChanges` (an object gone from the parent becomes a tombstone; one this
     /// context deleted there and the parent still has comes back), and then every object held
@@ -192,10 +200,30 @@ extension ObjectGraph {
     /// - Returns: what the objects held here took, as a save for the children that follow
     ///   this context's merges (they read through it, and may hold what it showed before).
     private func reloadFromParent(_ ids: [ObjectID], unheld: WritableKeyPath<ObjectsDidChange, Set<ObjectID>>) -> DidSave {
+        /// Lets go of `other` (or refers to it again) at key `index`, as a change of the
+        /// object's own: where that is its base, nothing is pending.
+        func apply(_ fixes: [InverseFix], to object: ManagedObject) {
+            guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { return }
+            for fix in fixes {
+                let value = object.storage[fix.index]
+                if !fix.refers {
+                    if let without = value.removingReferences(where: { $0 == fix.other }) { setPrimitive(object, index: fix.index, value: without) }
+                } else if !value.refers(to: fix.other) {
+                    switch value {
+                    case .objects(let ids): setPrimitive(object, index: fix.index, value: .objects(ids + [fix.other]))
+                    case .null: setPrimitive(object, index: fix.index, value: .object(fix.other))
+                    default: break  // refers to another object: that pair is not this one's to change
+                    }
+                }
+            }
+        }
         var work = Array(ids.reversed())
         var seen = Set<ObjectID>()
         var updated: [ObjectID] = [], deleted: [ObjectID] = []
         var changedKeys: [ObjectID: [String]] = [:], values: [ObjectID: [Value]] = [:]
+        // Per object: the objects it is to let go of or to refer to again, by key — those an
+        // object back from a tombstone no longer refers to, or refers to now (see below).
+        var inverseFixes: [ObjectID: [InverseFix]] = [:]
         while let id = work.popLast() {
             guard seen.insert(id).inserted else { continue }
             guard let object = registered[id] else {
@@ -213,6 +241,7 @@ extension ObjectGraph {
             case .inserted, .discarded:
                 break
             }
+            if let fixes = inverseFixes.removeValue(forKey: id) { apply(fixes, to: object) }
             guard let before, object.isLoaded else { continue }
             let gone = object.lifecycle == .deletedElsewhere
             let after = gone ? emptyValues(of: object.entityIndex) : object.storage
@@ -233,7 +262,35 @@ extension ObjectGraph {
                 for target in Self.targets(before[index]) + Self.targets(after[index]) where registered[target]?.isLoaded == true {
                     work.append(target)
                 }
+                // An object back from a tombstone whose last values named another (set here
+                // before it went) now names what the parent has: the one it named lets go of
+                // it, the one it names now refers to it again. (An editor's move of an album
+                // to another artist was lost when the album went — its parent's pending
+                // deletion of the album's artist took it — while both artists kept the move's
+                // other sides; the parent's rollback brought the album back naming its old
+                // artist, and the artists, reloaded with their changes on top, kept them: the
+                // next save sent one side only.)
+                if wasGone, !gone, let info {
+                    let was = Self.targets(before[index]), now = Self.targets(after[index])
+                    for target in was where !now.contains(target) {
+                        inverseFixes[target, default: []].append(InverseFix(index: info.inverseIndex, other: id, refers: false))
+                    }
+                    for target in now where !was.contains(target) {
+                        inverseFixes[target, default: []].append(InverseFix(index: info.inverseIndex, other: id, refers: true))
+                    }
+                }
             }
+        }
+        // Those reloaded before the object they refer to was (named in `ids` ahead of it).
+        for (id, fixes) in inverseFixes {
+            guard let object = registered[id], object.isLoaded else { continue }
+            let before = object.storage
+            apply(fixes, to: object)
+            guard object.storage != before else { continue }
+            let names = schema.layout.entities[object.entityIndex].propertyNames
+            if !updated.contains(id) { updated.append(id) }
+            changedKeys[id] = Array(Set(changedKeys[id] ?? []).union(before.indices.filter { before[$0] != object.storage[$0] }.map { names[$0] }))
+            values[id] = object.storage
         }
         return DidSave(transaction: nil, author: link.name, updated: updated, deleted: deleted, changedKeys: changedKeys, values: values)
     }
