@@ -205,16 +205,8 @@ extension ObjectGraph {
         func apply(_ fixes: [InverseFix], to object: ManagedObject) {
             guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { return }
             for fix in fixes {
-                let value = object.storage[fix.index]
-                if !fix.refers {
-                    if let without = value.removingReferences(where: { $0 == fix.other }) { setPrimitive(object, index: fix.index, value: without) }
-                } else if !value.refers(to: fix.other) {
-                    switch value {
-                    case .objects(let ids): setPrimitive(object, index: fix.index, value: .objects(ids + [fix.other]))
-                    case .null: setPrimitive(object, index: fix.index, value: .object(fix.other))
-                    default: break  // refers to another object: that pair is not this one's to change
-                    }
-                }
+                // (A to-one referring to a third object is left as it is: that pair is not this one's.)
+                if fix.refers { referAlso(to: fix.other, in: object, at: fix.index) } else { letGo(of: fix.other, in: object, at: fix.index) }
             }
         }
         var work = Array(ids.reversed())
@@ -1438,19 +1430,8 @@ extension ObjectGraph {
                 let target = self.object(with: id)
                 load(target)
                 let alive = target.lifecycle == .persistent || target.lifecycle == .inserted
-                if alive && target.storage[info.inverseIndex].refers(to: object.objectID) { continue }
-                switch alive ? target.storage[info.inverseIndex] : .object(id) {
-                case .objects(let ids):
-                    setPrimitive(target, index: info.inverseIndex, value: .objects(ids + [object.objectID]))
-                case .null:
-                    setPrimitive(target, index: info.inverseIndex, value: .object(object.objectID))
-                default:
-                    // Refers to another object now (or is gone): this one lets go of it.
-                    switch object.storage[index] {
-                    case .objects(let ids): setPrimitive(object, index: index, value: .objects(ids.filter { $0 != id }))
-                    default: setPrimitive(object, index: index, value: .null)
-                    }
-                }
+                // Refers to another object now (or is gone): this one lets go of it.
+                if !alive || !referAlso(to: object.objectID, in: target, at: info.inverseIndex) { letGo(of: id, in: object, at: index) }
             }
         }
     }

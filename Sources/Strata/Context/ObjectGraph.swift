@@ -664,6 +664,21 @@ final class ObjectGraph {
         setPrimitive(target, index: index, value: merged)
     }
 
+    /// Makes `target`'s relationship at `index` refer to `id` too (a change) where it can
+    /// without taking anything from a third object: a to-many list gains it, an empty to-one
+    /// is set. Returns whether the relationship refers to `id` now (`false`: a to-one
+    /// referring to another object, left as it is).
+    @discardableResult
+    func referAlso(to id: ObjectID, in target: ManagedObject, at index: Int) -> Bool {
+        switch target.storage[index] {
+        case let value where value.refers(to: id): return true
+        case .objects(let ids): setPrimitive(target, index: index, value: .objects(ids + [id]))
+        case .null: setPrimitive(target, index: index, value: .object(id))
+        default: return false
+        }
+        return true
+    }
+
     /// Takes `id` out of `target`'s relationship at `index` (a change), if it refers to it.
     func letGo(of id: ObjectID, in target: ManagedObject, at index: Int) {
         switch target.storage[index] {
