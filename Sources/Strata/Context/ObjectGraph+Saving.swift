@@ -1535,7 +1535,7 @@ extension ObjectGraph {
 
     /// An object another context deleted: objects here that this context's own changes made
     /// refer to it let go of it (the store nullified the references it held).
-    private func forgetReferences(to deleted: ManagedObject) {
+    func forgetReferences(to deleted: ManagedObject) {
         guard deleted.isLoaded else { return }
         for (index, info) in relationships[deleted.entityIndex].enumerated() {
             guard let info else { continue }

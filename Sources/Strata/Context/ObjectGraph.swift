@@ -1116,7 +1116,12 @@ final class ObjectGraph {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         let before = object.storage
         guard let row = link.sourceView().row(object.objectID) else {
+            // Deleted where this context reads from: a tombstone, as merging the deletion
+            // makes it, and the objects its values name here let go of it — those its
+            // changes joined too. (An artist this context had given the album went on listing
+            // it, and every save was refused as referring to a deleted object.)
             makeTombstone(object)
+            forgetReferences(to: object)
             return
         }
         // Keys set while a save of the object is in flight: merged changes keep them (one set

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// An object refreshed after what the context reads from deleted it (its parent, pending; or
+/// the store, not merged yet) becomes a tombstone, and what its values name here lets go of
+/// it, as merging the deletion has them do — the objects its own changes joined included.
+/// An editor had moved an album to another artist; its parent deleted the album's old
+/// artist, whose cascade took the album; refreshed, the album was gone but the new artist
+/// still listed it, and every save of the editor was refused as referring to a deleted object.
+@Suite struct RefreshDeletedElsewhereTests {
+    @Test("a moved album refreshed after its parent deleted it: the artist it joined lets go, and the saves go through",
+          arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback], [true, false])
+    func refreshedInAChild(policy: MergePolicy, mergeChanges: Bool) async throws {
+        let directory = TemporaryDirectory("strata-refresh-deleted")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self])
+        let view = ObjectContext(coordinator: coordinator, executor: .privateQueue("view"), name: "view")
+        let editor = ObjectContext(parent: view, executor: .privateQueue("editor"), name: "editor")
+        await editor.setMergePolicy(policy)
+        await editor.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        // The view deletes a1, whose cascade takes x (and x's song, so that its save can go).
+        await view.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.a1))
+            c.processPendingChanges()
+        }
+        try await expectLetGo(editor, o, mergeChanges: mergeChanges)
+        await #expect(throws: Never.self) { try await editor.save() }
+        await #expect(throws: Never.self) { try await view.save() }
+        let stored = store.currentGeneration
+        #expect(stored.object(o.x) == nil && stored.object(o.a1) == nil)
+        #expect(stored.object(o.a2)?.values[3] == .objects([]))
+        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
+        await store.close()
+    }
+
+    @Test("a moved album refreshed after another context deleted it in the store: the artist it joined lets go",
+          arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback], [true, false])
+    func refreshedInARootContext(policy: MergePolicy, mergeChanges: Bool) async throws {
+        let directory = TemporaryDirectory("strata-refresh-deleted")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self])
+        let editor = ObjectContext(coordinator: coordinator, executor: .privateQueue("editor"), name: "editor")
+        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("other"), name: "other")
+        await editor.setMergePolicy(policy)
+        await editor.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await other.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.a1))
+            try await c.save()
+        }
+        try await expectLetGo(editor, o, mergeChanges: mergeChanges)
+        await #expect(throws: Never.self) { try await editor.save() }
+        let stored = store.currentGeneration
+        #expect(stored.object(o.x) == nil && stored.object(o.a2)?.values[3] == .objects([]))
+        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
+        await store.close()
+    }
+
+    /// Refreshes x in `editor`: x is gone, a2 lists nothing, no relationship disagrees.
+    private func expectLetGo(_ editor: ObjectContext, _ o: ConstraintTests.Objects, mergeChanges: Bool) async throws {
+        let (gone, a2Albums, problems) = await editor.perform { c in
+            c.refresh(c.object(with: o.x), mergeChanges: mergeChanges)
+            return ((try? c.existingObject(with: o.x)) == nil, c.object(with: o.a2, as: Artist.self).albums.map(\.objectID),
+                    relationshipDisagreements(c))
+        }
+        #expect(gone, "x is still shown")
+        #expect(a2Albums.isEmpty, "a2 lists \(a2Albums)")
+        #expect(problems.isEmpty, "\(problems)")
+    }
+}
