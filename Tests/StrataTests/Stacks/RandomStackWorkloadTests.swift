@@ -34,7 +34,13 @@ import Testing
         var seededShared: Set<Int> = []
         var nextSong = 1
         var log: [String] = []
-        init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+        /// A second generator, for operations added to the workload since seeds were first
+        /// recorded: drawing from it leaves the operations `rng` draws for a seed as they were.
+        var side: SplitMix64
+        init(seed: UInt64) {
+            rng = SplitMix64(seed: seed)
+            side = SplitMix64(seed: seed ^ 0x5EED_0F_ED17)
+        }
         func r(_ n: Int) -> Int { Int.random(in: 0..<n, using: &rng) }
     }
 
@@ -417,6 +423,17 @@ import Testing
                         let m = w.r(2) == 0
                         w.log.append("view refresh \(id) merge \(m)")
                         c.refresh(c.object(with: id), mergeChanges: m)
+                    }
+                }
+                // And, one time in two, an object the editor holds — one deleted where it
+                // reads from included (refreshed, it becomes a tombstone).
+                if let e = actors.editor, Int.random(in: 0..<2, using: &w.side) == 0 {
+                    await e.perform { c in
+                        let held = c.registeredObjects.sorted { $0.objectID < $1.objectID }
+                        guard let object = held.randomElement(using: &w.side) else { return }
+                        let m = Bool.random(using: &w.side)
+                        w.log.append("editor refresh \(object.objectID) merge \(m)")
+                        c.refresh(object, mergeChanges: m)
                     }
                 }
             default:
