@@ -1296,6 +1296,9 @@ extension ObjectGraph {
         // other side of its relationships, which let go of it when it went.
         let shownAgain: Set<ObjectID> = save.transaction == nil && !save.inserted.isEmpty ? Set(save.inserted) : []
         var cameBack: [ObjectID] = []
+        // While deletions are pending here: the objects the save changed, with the values
+        // they held, to find those it related to a pending deletion (see below).
+        var heldBefore: [(object: ManagedObject, values: [Value])] = []
         for (id, object) in changed {
             if object.lifecycle == .deletedElsewhere, !object.mayReappear, shownAgain.contains(id) {
                 cameBack.append(id)
@@ -1314,6 +1317,7 @@ extension ObjectGraph {
                 row = seen.values
             }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
+            if !deleted.isEmpty, object.lifecycle == .persistent { heldBefore.append((object, object.storage)) }
             // Only the keys the save changed: the rest of its row may be older than what this
             // context holds (a state it handed to its parent that is not committed yet). The
             // other keys are the row merged last: under `error` an object keeping a conflict
@@ -1376,6 +1380,22 @@ extension ObjectGraph {
             }
             leftUnchanged[id] = object.storage
             conflicts += mergeChanged(object, theirs: theirs, version: version, policy: policy, dropped: &dropped)
+        }
+        // Objects the save related to one pending deletion here, found from their own side
+        // too: the deleted object's values may already show the relation, read newer than
+        // this transaction (a child takes the row its parent merged since), and then the
+        // transaction's merge finds nothing new on that side. (A view's artist pending
+        // deletion had taken an import's list naming an album before the import's commit
+        // moving the album there was merged; the album joined the artist untouched by its
+        // cascade, the writer's cascade took it, and the view kept it.)
+        for (object, before) in heldBefore where object.lifecycle == .persistent && object.storage != before {
+            for (index, targets) in joinedObjects(of: object.entityIndex, from: [before], to: object.storage) {
+                guard let info = relationships[object.entityIndex][index] else { continue }
+                for target in targets {
+                    guard let deletedHere = registered[target], deletedHere.lifecycle == .deleted, deletedHere.isLoaded else { continue }
+                    joinedDeleted.append((deletedHere, [info.inverseIndex: [object.objectID]]))
+                }
+            }
         }
         if !cameBack.isEmpty { _ = reloadFromParent(cameBack, unheld: \.invalidated) }
         // Inverses last, once every object the save changed holds its merged values: what
