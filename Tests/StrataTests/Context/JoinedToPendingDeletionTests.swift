@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 @testable import Strata
@@ -51,6 +52,67 @@ import Testing
         await #expect(throws: Never.self) { try await view.save() }
         let saved = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c), c.hasChanges) }
         #expect(!saved.0 && saved.1.isEmpty && !saved.2, "after the save: y shown \(saved.0), \(saved.1), changes left \(saved.2)")
+        await view.rollback()
+        let rolledBack = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
+        #expect(rolledBack.1.isEmpty, "\(rolledBack.1)")
+        await #expect(throws: Never.self) { try await parent.save() }
+        let stored = store.currentGeneration
+        #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
+        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
+        await store.close()
+    }
+
+    @Test("the same, with the move merged while the child's save of the deletion is in flight",
+          arguments: [MergePolicy.error, .contextWins, .storeWins, .overwrite, .rollback])
+    func joinedWhileTheDeletionIsSaved(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-joined-pending-deletion")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let (captured, capturedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: { event in
+            if event.context == "view", event.operation == .save, event.objectCount > 0 { capturedContinuation.yield() }
+        })
+        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
+        let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
+        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
+        await view.setMergePolicy(policy)
+        await view.perform { c in
+            _ = c.object(with: o.y, as: Album.self).title
+            c.delete(c.object(with: o.a2))
+        }
+        let saves = other.didSave()
+        try await other.perform { c in
+            let z = c.insert(entity: "Album")
+            z["albumID"] = .int(99)
+            z["title"] = .string("z")
+            z["artist"] = .object(o.a2)
+            try await c.save()
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        var iterator = saves.makeAsyncIterator()
+        let added = try #require(await iterator.next()), moved = try #require(await iterator.next())
+        await view.perform { c in _ = c.merge(added) }
+        // The parent is held while the view saves; the view merges the move meanwhile.
+        let release = DispatchSemaphore(value: 0)
+        let (held, heldContinuation) = AsyncStream.makeStream(of: Void.self)
+        let holding = Task {
+            await parent.perform { _ in
+                heldContinuation.yield()
+                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
+            }
+        }
+        #expect(await firstElement(of: held, timeout: .seconds(10)) != nil, "the parent is held")
+        let saving = Task { try await view.save() }
+        #expect(await firstElement(of: captured, timeout: .seconds(10)) != nil, "the view's save captured its changes")
+        await view.perform { c in _ = c.merge(moved) }
+        release.signal()
+        await holding.value
+        await #expect(throws: Never.self) { try await saving.value }
+        let saved = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        #expect(!saved.0 && saved.1.isEmpty, "after the save: y shown \(saved.0), \(saved.1)")
         await view.rollback()
         let rolledBack = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
