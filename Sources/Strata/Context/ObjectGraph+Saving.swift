@@ -296,7 +296,16 @@ extension ObjectGraph {
                 pendingNotification.invalidated.insert(id)  // live results may show it without holding it
                 continue
             }
-            guard object.lifecycle == .persistent, object.changedKeys.isEmpty else { continue }
+            guard object.lifecycle == .persistent else { continue }
+            guard object.changedKeys.isEmpty else {
+                // Changed again while the save was in flight: its changes stay for the next
+                // save, which reports the deletion as a conflict its merge policy resolves — as
+                // a merged deletion under `error` keeps them — and a rollback makes it a
+                // tombstone. (Left as it was, a rollback showed it again, with nothing pending,
+                // while neither the parent nor the store had it.)
+                object.deletedInConflict = true
+                continue
+            }
             makeTombstone(object)
         }
     }

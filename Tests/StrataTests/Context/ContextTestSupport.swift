@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 @testable import Strata
@@ -177,6 +178,58 @@ func relationshipDisagreements(_ c: isolated ObjectContext) -> [String] {
         }
     }
     return problems.sorted()
+}
+
+/// Whether `c` shows the object: it exists where the context reads it and is not deleted here.
+func shows(_ c: isolated ObjectContext, _ id: ObjectID) -> Bool {
+    guard let object = try? c.existingObject(with: id) else { return false }
+    return !object.isDeleted
+}
+
+// MARK: - A save in flight
+
+/// A child's save held in flight: its parent's queue is blocked while the child captures its
+/// changes and something else happens meanwhile. Give ``observer`` to the coordinator.
+struct SaveInFlight {
+    let observer: ContextObserver
+    private let captured: AsyncStream<Void>
+
+    /// Watches the saves of the context named `child`.
+    init(of child: String) {
+        let (captured, continuation) = AsyncStream.makeStream(of: Void.self)
+        self.captured = captured
+        observer = { event in
+            if event.context == child, event.operation == .save, event.objectCount > 0 { continuation.yield() }
+        }
+    }
+
+    /// Holds `parent`'s queue, starts `child`'s save, runs `meanwhile` once the save has
+    /// captured its changes, then lets the parent apply it; returns the save's error, if any.
+    func save(_ child: ObjectContext, holding parent: ObjectContext, meanwhile: () async -> Void,
+              sourceLocation: SourceLocation = #_sourceLocation) async -> StoreError? {
+        let release = DispatchSemaphore(value: 0)
+        let (held, heldContinuation) = AsyncStream.makeStream(of: Void.self)
+        let holding = Task {
+            await parent.perform { _ in
+                heldContinuation.yield()
+                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
+            }
+        }
+        #expect(await firstElement(of: held, timeout: .seconds(10)) != nil, "the parent is held", sourceLocation: sourceLocation)
+        let saving = Task { () -> StoreError? in
+            do throws(StoreError) {
+                _ = try await child.save()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await firstElement(of: captured, timeout: .seconds(10)) != nil, "the save captured its changes", sourceLocation: sourceLocation)
+        await meanwhile()
+        release.signal()
+        await holding.value
+        return await saving.value
+    }
 }
 
 /// The integrity problems of the store `directory` holds, opened again (after `store` closed).

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Testing
 @testable import Strata
@@ -45,15 +44,15 @@ import Testing
         // and then the move.
         await view.perform { c in _ = c.merge(added) }
         await view.perform { c in _ = c.merge(moved) }
-        let merged = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        let merged = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!merged.0, "the view shows y, which a2's cascade takes")
         #expect(merged.1.isEmpty, "\(merged.1)")
 
         await #expect(throws: Never.self) { try await view.save() }
-        let saved = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c), c.hasChanges) }
+        let saved = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c), c.hasChanges) }
         #expect(!saved.0 && saved.1.isEmpty && !saved.2, "after the save: y shown \(saved.0), \(saved.1), changes left \(saved.2)")
         await view.rollback()
-        let rolledBack = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        let rolledBack = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
         #expect(rolledBack.1.isEmpty, "\(rolledBack.1)")
         await #expect(throws: Never.self) { try await parent.save() }
@@ -70,10 +69,8 @@ import Testing
         defer { directory.remove() }
         let store = try StoreTesting.create(in: directory, durability: .relaxed)
         let o = try await seedSongbook(store)
-        let (captured, capturedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: { event in
-            if event.context == "view", event.operation == .save, event.objectCount > 0 { capturedContinuation.yield() }
-        })
+        let inFlight = SaveInFlight(of: "view")
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: inFlight.observer)
         let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
         let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
         let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
@@ -95,26 +92,13 @@ import Testing
         var iterator = saves.makeAsyncIterator()
         let added = try #require(await iterator.next()), moved = try #require(await iterator.next())
         await view.perform { c in _ = c.merge(added) }
-        // The parent is held while the view saves; the view merges the move meanwhile.
-        let release = DispatchSemaphore(value: 0)
-        let (held, heldContinuation) = AsyncStream.makeStream(of: Void.self)
-        let holding = Task {
-            await parent.perform { _ in
-                heldContinuation.yield()
-                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
-            }
-        }
-        #expect(await firstElement(of: held, timeout: .seconds(10)) != nil, "the parent is held")
-        let saving = Task { try await view.save() }
-        #expect(await firstElement(of: captured, timeout: .seconds(10)) != nil, "the view's save captured its changes")
-        await view.perform { c in _ = c.merge(moved) }
-        release.signal()
-        await holding.value
-        await #expect(throws: Never.self) { try await saving.value }
-        let saved = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        // The view merges the move while its save is in flight.
+        let failure = await inFlight.save(view, holding: parent) { await view.perform { c in _ = c.merge(moved) } }
+        #expect(failure == nil, "\(String(describing: failure))")
+        let saved = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!saved.0 && saved.1.isEmpty, "after the save: y shown \(saved.0), \(saved.1)")
         await view.rollback()
-        let rolledBack = await view.perform { c in (Self.shows(c, o.y), relationshipDisagreements(c)) }
+        let rolledBack = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
         #expect(rolledBack.1.isEmpty, "\(rolledBack.1)")
         await #expect(throws: Never.self) { try await parent.save() }
@@ -122,11 +106,5 @@ import Testing
         #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
         #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
         await store.close()
-    }
-
-    /// Whether the context shows the object (registered or not, not deleted).
-    private static func shows(_ c: isolated ObjectContext, _ id: ObjectID) -> Bool {
-        guard let object = try? c.existingObject(with: id) else { return false }
-        return !object.isDeleted
     }
 }

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// An object changed here while this context's save is in flight, which the parent's delete
+/// rules take as it applies the save (an album that joined, in the store, the artist this
+/// context deletes): it keeps its changes for the next save, which reports the deletion as a
+/// conflict its merge policy resolves, and a rollback makes it a tombstone. It was left as
+/// it was: under `error` the rollback showed it again, with nothing pending, while neither the
+/// parent nor the store had it.
+@Suite struct TakenWhileSavingTests {
+    @Test("an album changed while the save deleting its artist is in flight, taken by the parent's cascade",
+          arguments: [MergePolicy.error, .contextWins, .storeWins, .overwrite, .rollback])
+    func changedWhileTheParentsCascadeTakesIt(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-taken-while-saving")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory, durability: .relaxed)
+        let o = try await seedSongbook(store)
+        let inFlight = SaveInFlight(of: "view")
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: inFlight.observer)
+        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
+        let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
+        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
+        await view.setMergePolicy(policy)
+        // The view reads y (no artist) and deletes a2; another context gives y to a2, which
+        // the view does not merge.
+        await view.perform { c in
+            _ = c.object(with: o.y, as: Album.self).title
+            c.delete(c.object(with: o.a2))
+        }
+        try await other.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        // The view renames y while its save is in flight.
+        let failure = await inFlight.save(view, holding: parent) {
+            await view.perform { c in c.object(with: o.y, as: Album.self).title = "edited" }
+        }
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(await view.perform { c in shows(c, o.y) && c.hasChanges }, "y is kept with its change for the next save")
+
+        // The next save reports the deletion: refused under `error`, resolved (the deletion
+        // wins) under every other policy.
+        var refusal: StoreError?
+        do { try await view.save() } catch { refusal = error }
+        if policy == .error {
+            #expect(refusal?.code == .conflict && refusal?.conflicts.first?.object == o.y, "\(String(describing: refusal))")
+        } else {
+            #expect(refusal == nil, "\(String(describing: refusal))")
+            #expect(await view.perform { c in !shows(c, o.y) && !c.hasChanges })
+        }
+        await view.rollback()
+        let rolledBack = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c), c.hasChanges) }
+        #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
+        #expect(rolledBack.1.isEmpty && !rolledBack.2, "\(rolledBack.1), changes left \(rolledBack.2)")
+        await #expect(throws: Never.self) { try await parent.save() }
+        let stored = store.currentGeneration
+        #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
+        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
+        await store.close()
+    }
+}
