@@ -100,6 +100,36 @@ struct ContextFixture {
     }
 }
 
+/// A seeded songbook store with a root context and a child of it, both on private queues, and
+/// another root context for what happens elsewhere.
+struct ChildFixture {
+    let directory: TemporaryDirectory
+    let store: Store
+    let objects: ConstraintTests.Objects
+    let parent: ObjectContext
+    let child: ObjectContext
+    /// A root context named "import".
+    let other: ObjectContext
+
+    init(parent parentName: String, child childName: String, observer: ContextObserver? = nil, label: String = "strata-child") async throws {
+        directory = TemporaryDirectory(label)
+        store = try StoreTesting.create(in: directory, durability: .relaxed)
+        objects = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: observer)
+        parent = ObjectContext(coordinator: coordinator, executor: .privateQueue(parentName), name: parentName)
+        child = ObjectContext(parent: parent, executor: .privateQueue(childName), name: childName)
+        other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
+    }
+
+    /// Expects the store's integrity, then closes the store and removes its directory.
+    func close(sourceLocation: SourceLocation = #_sourceLocation) async {
+        let problems = store.currentGeneration.integrityProblems()
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+        await store.close()
+        directory.remove()
+    }
+}
+
 /// Commits the standard songbook objects straight to the store.
 @discardableResult
 func seedSongbook(_ store: Store) async throws -> ConstraintTests.Objects {

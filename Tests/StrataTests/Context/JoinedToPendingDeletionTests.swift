@@ -13,33 +13,9 @@ import Testing
     @Test("an album a later commit moves to an artist a child is deleting follows the artist's cascade, whichever side showed it first",
           arguments: [MergePolicy.error, .contextWins, .storeWins, .overwrite, .rollback])
     func joinedAfterTheDeletedSideShowedIt(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-joined-pending-deletion")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self])
-        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
-        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
-        await view.setMergePolicy(policy)
-        // The view reads album y (no artist) and deletes artist a2 (no albums yet).
-        await view.perform { c in
-            _ = c.object(with: o.y, as: Album.self).title
-            c.delete(c.object(with: o.a2))
-        }
-        // Another context gives a2 a new album z, then moves y to it.
-        let saves = other.didSave()
-        try await other.perform { c in
-            let z = c.insert(entity: "Album")
-            z["albumID"] = .int(99)
-            z["title"] = .string("z")
-            z["artist"] = .object(o.a2)
-            try await c.save()
-            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
-            try await c.save()
-        }
-        var iterator = saves.makeAsyncIterator()
-        let added = try #require(await iterator.next()), moved = try #require(await iterator.next())
+        let f = try await ChildFixture(parent: "writer", child: "view")
+        let (o, view) = (f.objects, f.child)
+        let (added, moved) = try await Self.prepare(f, policy: policy)
         // The view merges the new album — reading a2 as its parent shows it now, y listed —
         // and then the move.
         await view.perform { c in _ = c.merge(added) }
@@ -47,40 +23,34 @@ import Testing
         let merged = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
         #expect(!merged.0, "the view shows y, which a2's cascade takes")
         #expect(merged.1.isEmpty, "\(merged.1)")
-
         await #expect(throws: Never.self) { try await view.save() }
-        let saved = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c), c.hasChanges) }
-        #expect(!saved.0 && saved.1.isEmpty && !saved.2, "after the save: y shown \(saved.0), \(saved.1), changes left \(saved.2)")
-        await view.rollback()
-        let rolledBack = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
-        #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
-        #expect(rolledBack.1.isEmpty, "\(rolledBack.1)")
-        await #expect(throws: Never.self) { try await parent.save() }
-        let stored = store.currentGeneration
-        #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
-        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
-        await store.close()
+        await Self.expectGone(f)
     }
 
     @Test("the same, with the move merged while the child's save of the deletion is in flight",
           arguments: [MergePolicy.error, .contextWins, .storeWins, .overwrite, .rollback])
     func joinedWhileTheDeletionIsSaved(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-joined-pending-deletion")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
         let inFlight = SaveInFlight(of: "view")
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: inFlight.observer)
-        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
-        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
-        await view.setMergePolicy(policy)
-        await view.perform { c in
+        let f = try await ChildFixture(parent: "writer", child: "view", observer: inFlight.observer)
+        let view = f.child
+        let (added, moved) = try await Self.prepare(f, policy: policy)
+        await view.perform { c in _ = c.merge(added) }
+        let failure = await inFlight.save(view, holding: f.parent) { await view.perform { c in _ = c.merge(moved) } }
+        #expect(failure == nil, "\(String(describing: failure))")
+        await Self.expectGone(f)
+    }
+
+    /// The view reads album y (no artist) and deletes artist a2 (no albums yet); another
+    /// context gives a2 a new album z, then moves y to it. Returns those two saves.
+    private static func prepare(_ f: ChildFixture, policy: MergePolicy) async throws -> (added: DidSave, moved: DidSave) {
+        let o = f.objects
+        await f.child.setMergePolicy(policy)
+        await f.child.perform { c in
             _ = c.object(with: o.y, as: Album.self).title
             c.delete(c.object(with: o.a2))
         }
-        let saves = other.didSave()
-        try await other.perform { c in
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
             let z = c.insert(entity: "Album")
             z["albumID"] = .int(99)
             z["title"] = .string("z")
@@ -90,21 +60,21 @@ import Testing
             try await c.save()
         }
         var iterator = saves.makeAsyncIterator()
-        let added = try #require(await iterator.next()), moved = try #require(await iterator.next())
-        await view.perform { c in _ = c.merge(added) }
-        // The view merges the move while its save is in flight.
-        let failure = await inFlight.save(view, holding: parent) { await view.perform { c in _ = c.merge(moved) } }
-        #expect(failure == nil, "\(String(describing: failure))")
+        return (try #require(await iterator.next()), try #require(await iterator.next()))
+    }
+
+    /// After the view's save: y is gone from the view, also after a rollback, and from the
+    /// store once the parent saves.
+    private static func expectGone(_ f: ChildFixture, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let (o, view) = (f.objects, f.child)
         let saved = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
-        #expect(!saved.0 && saved.1.isEmpty, "after the save: y shown \(saved.0), \(saved.1)")
+        #expect(!saved.0 && saved.1.isEmpty, "after the save: y shown \(saved.0), \(saved.1)", sourceLocation: sourceLocation)
         await view.rollback()
         let rolledBack = await view.perform { c in (shows(c, o.y), relationshipDisagreements(c)) }
-        #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
-        #expect(rolledBack.1.isEmpty, "\(rolledBack.1)")
-        await #expect(throws: Never.self) { try await parent.save() }
-        let stored = store.currentGeneration
-        #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
-        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
-        await store.close()
+        #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted", sourceLocation: sourceLocation)
+        #expect(rolledBack.1.isEmpty, "\(rolledBack.1)", sourceLocation: sourceLocation)
+        await #expect(throws: Never.self, sourceLocation: sourceLocation) { try await f.parent.save() }
+        #expect(f.store.currentGeneration.object(o.a2) == nil && f.store.currentGeneration.object(o.y) == nil, sourceLocation: sourceLocation)
+        await f.close(sourceLocation: sourceLocation)
     }
 }

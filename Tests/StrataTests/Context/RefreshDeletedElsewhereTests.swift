@@ -12,13 +12,8 @@ import Testing
     @Test("a moved album refreshed after its parent deleted it: the artist it joined lets go, and the saves go through",
           arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback], [true, false])
     func refreshedInAChild(policy: MergePolicy, mergeChanges: Bool) async throws {
-        let directory = TemporaryDirectory("strata-refresh-deleted")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self])
-        let view = ObjectContext(coordinator: coordinator, executor: .privateQueue("view"), name: "view")
-        let editor = ObjectContext(parent: view, executor: .privateQueue("editor"), name: "editor")
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, view, editor) = (f.objects, f.parent, f.child)
         await editor.setMergePolicy(policy)
         await editor.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         // The view deletes a1, whose cascade takes x (and x's song, so that its save can go).
@@ -30,36 +25,28 @@ import Testing
         try await expectLetGo(editor, o, mergeChanges: mergeChanges)
         await #expect(throws: Never.self) { try await editor.save() }
         await #expect(throws: Never.self) { try await view.save() }
-        let stored = store.currentGeneration
+        let stored = f.store.currentGeneration
         #expect(stored.object(o.x) == nil && stored.object(o.a1) == nil)
         #expect(stored.object(o.a2)?.values[3] == .objects([]))
-        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
-        await store.close()
+        await f.close()
     }
 
     @Test("a moved album refreshed after another context deleted it in the store: the artist it joined lets go",
           arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback], [true, false])
     func refreshedInARootContext(policy: MergePolicy, mergeChanges: Bool) async throws {
-        let directory = TemporaryDirectory("strata-refresh-deleted")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self])
-        let editor = ObjectContext(coordinator: coordinator, executor: .privateQueue("editor"), name: "editor")
-        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("other"), name: "other")
+        let f = try await ChildFixture(parent: "editor", child: "unused")
+        let (o, editor) = (f.objects, f.parent)
         await editor.setMergePolicy(policy)
         await editor.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
-        try await other.perform { c in
+        try await f.other.perform { c in
             c.delete(c.object(with: o.s))
             c.delete(c.object(with: o.a1))
             try await c.save()
         }
         try await expectLetGo(editor, o, mergeChanges: mergeChanges)
         await #expect(throws: Never.self) { try await editor.save() }
-        let stored = store.currentGeneration
-        #expect(stored.object(o.x) == nil && stored.object(o.a2)?.values[3] == .objects([]))
-        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
-        await store.close()
+        #expect(f.store.currentGeneration.object(o.x) == nil && f.store.currentGeneration.object(o.a2)?.values[3] == .objects([]))
+        await f.close()
     }
 
     /// Refreshes x in `editor`: x is gone, a2 lists nothing, no relationship disagrees.

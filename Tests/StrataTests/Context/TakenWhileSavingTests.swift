@@ -12,15 +12,9 @@ import Testing
     @Test("an album changed while the save deleting its artist is in flight, taken by the parent's cascade",
           arguments: [MergePolicy.error, .contextWins, .storeWins, .overwrite, .rollback])
     func changedWhileTheParentsCascadeTakesIt(policy: MergePolicy) async throws {
-        let directory = TemporaryDirectory("strata-taken-while-saving")
-        defer { directory.remove() }
-        let store = try StoreTesting.create(in: directory, durability: .relaxed)
-        let o = try await seedSongbook(store)
         let inFlight = SaveInFlight(of: "view")
-        let coordinator = Coordinator(store: store, name: "main", modelClasses: [Artist.self, Album.self, Song.self], observer: inFlight.observer)
-        let parent = ObjectContext(coordinator: coordinator, executor: .privateQueue("writer"), name: "writer")
-        let view = ObjectContext(parent: parent, executor: .privateQueue("view"), name: "view")
-        let other = ObjectContext(coordinator: coordinator, executor: .privateQueue("import"), name: "import")
+        let f = try await ChildFixture(parent: "writer", child: "view", observer: inFlight.observer)
+        let (o, parent, view) = (f.objects, f.parent, f.child)
         await view.setMergePolicy(policy)
         // The view reads y (no artist) and deletes a2; another context gives y to a2, which
         // the view does not merge.
@@ -28,7 +22,7 @@ import Testing
             _ = c.object(with: o.y, as: Album.self).title
             c.delete(c.object(with: o.a2))
         }
-        try await other.perform { c in
+        try await f.other.perform { c in
             c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
             try await c.save()
         }
@@ -54,9 +48,7 @@ import Testing
         #expect(!rolledBack.0, "after a rollback, the view shows y, which its parent deleted")
         #expect(rolledBack.1.isEmpty && !rolledBack.2, "\(rolledBack.1), changes left \(rolledBack.2)")
         await #expect(throws: Never.self) { try await parent.save() }
-        let stored = store.currentGeneration
-        #expect(stored.object(o.a2) == nil && stored.object(o.y) == nil)
-        #expect(stored.integrityProblems().isEmpty, "\(stored.integrityProblems())")
-        await store.close()
+        #expect(f.store.currentGeneration.object(o.a2) == nil && f.store.currentGeneration.object(o.y) == nil)
+        await f.close()
     }
 }
