@@ -288,8 +288,9 @@ extension ObjectGraph {
     }
 
     /// Objects the parent no longer has — deleted there after this context read them, their
-    /// changes dropped by the merge policy — become tombstones, as merging the deletion
-    /// would have made them.
+    /// changes dropped by the merge policy, or taken by the parent's delete rules as it
+    /// applied the save — become tombstones, as merging the deletion would have made them;
+    /// one changed here since the save was captured is deleted in conflict instead.
     func markDeletedElsewhere(_ ids: [ObjectID]) {
         for id in ids {
             guard let object = registered[id] else {
