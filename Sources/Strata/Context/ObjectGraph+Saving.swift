@@ -262,12 +262,14 @@ extension ObjectGraph {
                 // other sides; the parent's rollback brought the album back naming its old
                 // artist, and the artists, reloaded with their changes on top, kept them: the
                 // next save sent one side only.)
+                // Every one it names now, not only those it did not name before: what a refresh
+                // made a tombstone named let go of it then (see `refresh`).
                 if wasGone, !gone, let info {
                     let was = Self.targets(before[index]), now = Self.targets(after[index])
                     for target in was where !now.contains(target) {
                         inverseFixes[target, default: []].append(InverseFix(index: info.inverseIndex, other: id, refers: false))
                     }
-                    for target in now where !was.contains(target) {
+                    for target in now {
                         inverseFixes[target, default: []].append(InverseFix(index: info.inverseIndex, other: id, refers: true))
                     }
                 }

@@ -49,6 +49,34 @@ import Testing
         await f.close()
     }
 
+    @Test("an album refreshed away while its parent deletes it, then back when the parent rolls the deletion back: its artist lists it again",
+          arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback, .error])
+    func refreshedAwayThenBack(policy: MergePolicy) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, view, editor) = (f.objects, f.parent, f.child)
+        await editor.setMergePolicy(policy)
+        await editor.perform { c in _ = (c.object(with: o.a1, as: Artist.self).albums.count, c.object(with: o.x, as: Album.self).title) }
+        let xRow = try #require(f.store.currentGeneration.object(o.x)).values
+        await view.perform { c in
+            c.delete(c.object(with: o.x))
+            c.processPendingChanges()
+        }
+        // The editor refreshes x (gone: a1 lets go of it), then takes the view's word that it
+        // shows x again, as the view's rollback announces it.
+        await editor.perform { c in c.refresh(c.object(with: o.x), mergeChanges: true) }
+        await view.rollback()
+        await editor.perform { c in _ = c.merge(DidSave(transaction: nil, author: "view", inserted: [o.x], values: [o.x: xRow])) }
+        let (back, a1Albums, problems, changes) = await editor.perform { c in
+            (shows(c, o.x), c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(back, "x is not back")
+        #expect(a1Albums == [o.x] && problems.isEmpty, "a1 lists \(a1Albums); \(problems)")
+        #expect(!changes, "the editor holds changes nobody made")
+        await #expect(throws: Never.self) { try await editor.save() }
+        await #expect(throws: Never.self) { try await view.save() }
+        await f.close()
+    }
+
     /// Refreshes x in `editor`: x is gone, a2 lists nothing, no relationship disagrees.
     private func expectLetGo(_ editor: ObjectContext, _ o: ConstraintTests.Objects, mergeChanges: Bool) async throws {
         let (gone, a2Albums, problems) = await editor.perform { c in
