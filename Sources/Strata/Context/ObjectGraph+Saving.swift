@@ -254,16 +254,15 @@ extension ObjectGraph {
                 for target in Self.targets(before[index]) + Self.targets(after[index]) where registered[target]?.isLoaded == true {
                     work.append(target)
                 }
-                // An object back from a tombstone whose last values named another (set here
-                // before it went) now names what the parent has: the one it named lets go of
-                // it, the one it names now refers to it again. (An editor's move of an album
-                // to another artist was lost when the album went — its parent's pending
-                // deletion of the album's artist took it — while both artists kept the move's
-                // other sides; the parent's rollback brought the album back naming its old
-                // artist, and the artists, reloaded with their changes on top, kept them: the
-                // next save sent one side only.)
-                // Every one it names now, not only those it did not name before: what a refresh
-                // made a tombstone named let go of it then (see `refresh`).
+                // An object back from a tombstone names what the parent has: an object it named
+                // when it went and no longer names lets go of it, and every object it names now
+                // refers to it again — those it named before too, which let go of it if a
+                // refresh made the tombstone (see `refresh`). (An editor's move of an album to
+                // another artist was lost when the album went — its parent's pending deletion
+                // of the album's artist took it — while both artists kept the move's other
+                // sides; the parent's rollback brought the album back naming its old artist,
+                // and the artists, reloaded with their changes on top, kept them: the next save
+                // sent one side only.)
                 if wasGone, !gone, let info {
                     let was = Self.targets(before[index]), now = Self.targets(after[index])
                     for target in was where !now.contains(target) {
