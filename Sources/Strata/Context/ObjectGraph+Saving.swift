@@ -1590,7 +1590,7 @@ extension ObjectGraph {
     /// children following it, saves into it): the bases let go in any case, as the parent
     /// reads them — it may show no row of the object (deleted there too), or one that names
     /// the deleted object again (a rollback since, announced next).
-    private func forgetReferences(toDeleted ids: [ObjectID], pending: Bool = false) {
+    func forgetReferences(toDeleted ids: [ObjectID], pending: Bool = false) {
         guard !ids.isEmpty else { return }
         let gone = Set(ids)
         var candidates = inserted.union(updated)

@@ -1119,8 +1119,13 @@ final class ObjectGraph {
             // Deleted where this context reads from: a tombstone, as merging the deletion
             // makes it, and the objects its values name here let go of it — those its
             // changes joined too. (An artist this context had given the album went on listing
-            // it, and every save was refused as referring to a deleted object.)
+            // it, and every save was refused as referring to a deleted object.) What they
+            // read let go too: the deletion is not this context's change. (Let go as a
+            // change, a song kept "no album" when the parent rolled the deletion back and
+            // announced the song as it was; the album, back from its tombstone, had been put
+            // in step with the change, and the next save was refused as an inverse violation.)
             makeTombstone(object)
+            forgetReferences(toDeleted: [object.objectID], pending: true)
             forgetReferences(to: object)
             return
         }

@@ -77,6 +77,49 @@ import Testing
         await f.close()
     }
 
+    /// The view deletes an album and its song; the editor refreshes the album (gone there),
+    /// so the song lets go of it — as the view's doing, not a change of the editor's. The view
+    /// rolls both deletions back: the editor shows the album listing the song, and the song
+    /// naming the album, with nothing pending. (Let go as a change of the editor's, the song
+    /// took the view's row back when the rollback announced it, while the album, back from
+    /// its tombstone, had been put in step with the song's change: it no longer listed the
+    /// song, and the next save through the view was refused as an inverse violation.)
+    @Test("an album refreshed away with its song while the parent deletes both, then back: album and song agree",
+          arguments: [MergePolicy.overwrite, .contextWins, .storeWins, .rollback, .error], [false, true])
+    func refreshedAwayWithItsSongThenBack(policy: MergePolicy, mergeChanges: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, view, editor) = (f.objects, f.parent, f.child)
+        await editor.setMergePolicy(policy)
+        await editor.perform { c in _ = (c.object(with: o.x, as: Album.self).songs.count, c.object(with: o.s, as: Song.self).album) }
+        let stored = f.store.currentGeneration
+        let xRow = try #require(stored.object(o.x)).values, sRow = try #require(stored.object(o.s)).values
+        await view.perform { c in
+            c.delete(c.object(with: o.x))
+            c.delete(c.object(with: o.s))
+            c.processPendingChanges()
+        }
+        let (sLetGo, pendingAfterRefresh) = await editor.perform { c in
+            c.refresh(c.object(with: o.x), mergeChanges: mergeChanges)
+            return (c.object(with: o.s, as: Song.self).album == nil, c.hasChanges)
+        }
+        #expect(sLetGo, "the song still names the album refreshed away")
+        #expect(!pendingAfterRefresh, "the refresh left changes nobody made")
+        await view.rollback()
+        await editor.perform { c in
+            _ = c.merge(DidSave(transaction: nil, author: "view", inserted: [o.x, o.s], values: [o.x: xRow, o.s: sRow]))
+        }
+        let (back, songs, album, problems, changes) = await editor.perform { c in
+            (shows(c, o.x), c.object(with: o.x, as: Album.self).songs.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID,
+             relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(back, "x is not back")
+        #expect(songs == [o.s] && album == o.x && problems.isEmpty, "x lists \(songs), s names \(String(describing: album)); \(problems)")
+        #expect(!changes, "the editor holds changes nobody made")
+        await #expect(throws: Never.self) { try await editor.save() }
+        await #expect(throws: Never.self) { try await view.save() }
+        await f.close()
+    }
+
     /// Refreshes x in `editor`: x is gone, a2 lists nothing, no relationship disagrees.
     private func expectLetGo(_ editor: ObjectContext, _ o: ConstraintTests.Objects, mergeChanges: Bool) async throws {
         let (gone, a2Albums, problems) = await editor.perform { c in
