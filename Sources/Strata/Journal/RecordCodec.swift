@@ -60,13 +60,13 @@ final class RecordCodec: Sendable {
             switch value {
             case .null: return nil
             case .object(let id):
-                return id.entity == layout.entities[destination].name ? nil : "\(id) is not an object of \(layout.entities[destination].name)"
+                return id.entityKey == layout.entityKeys[destination] ? nil : "\(id) is not an object of \(layout.entities[destination].name)"
             default: return "a to-one relationship holds an object ID or nil, not \(value)"
             }
         case .toMany(let destination):
             guard case .objects(let ids) = value else { return "a to-many relationship holds a list of object IDs, not \(value)" }
-            let name = layout.entities[destination].name
-            if let wrong = ids.first(where: { $0.entity != name }) { return "\(wrong) is not an object of \(name)" }
+            let key = layout.entityKeys[destination]
+            if let wrong = ids.first(where: { $0.entityKey != key }) { return "\(wrong) is not an object of \(layout.entities[destination].name)" }
             return nil
         }
     }
@@ -77,10 +77,10 @@ final class RecordCodec: Sendable {
         switch (kind, value) {
         case (.attribute, .null), (.toOne, .null): return true
         case (.attribute(let type), _): return value.attributeType == type
-        case (.toOne(let destination), .object(let id)): return id.entity == layout.entities[destination].name
+        case (.toOne(let destination), .object(let id)): return id.entityKey == layout.entityKeys[destination]
         case (.toMany(let destination), .objects(let ids)):
-            let name = layout.entities[destination].name
-            return ids.allSatisfy { $0.entity == name }
+            let key = layout.entityKeys[destination]
+            return ids.allSatisfy { $0.entityKey == key }
         default: return false
         }
     }
@@ -99,19 +99,22 @@ final class RecordCodec: Sendable {
         return layout.entities[index]
     }
 
-    /// Remembers the last entity looked up: the rows of a transaction mostly share one, and
-    /// comparing a short name is cheaper than hashing it.
+    /// Remembers the last entity looked up: the rows of a transaction mostly share one.
+    /// Keyed by the interned name's address (``ObjectID/entityKey``), not the name: reading an
+    /// ID's name as a `String` retains the one storage every ID of the entity shares, and the
+    /// threads encoding a transaction's halves then contend for its reference count.
     private struct EntityCache {
-        var name = ""
+        var key: EntityKey?
         var index = -1
     }
 
-    /// The storage index of an entity, through the cache.
+    /// The storage index of an ID's entity, through the cache.
     @inline(__always)
-    private func index(of name: String, cache: inout EntityCache) -> Int? {
-        if cache.index >= 0 && name == cache.name { return cache.index }
-        guard let index = layout.entityIndexes[name] else { return nil }
-        cache = EntityCache(name: name, index: index)
+    private func index(of id: ObjectID, cache: inout EntityCache) -> Int? {
+        let key = id.entityKey
+        if cache.index >= 0 && key == cache.key { return cache.index }
+        guard let index = layout.entityIndex(of: id) else { return nil }
+        cache = EntityCache(key: key, index: index)
         return index
     }
 
@@ -122,7 +125,7 @@ final class RecordCodec: Sendable {
     }
 
     private func validate(_ row: RowImage, transaction: UInt64?, cache: inout EntityCache) throws(StoreError) {
-        guard let index = index(of: row.id.entity, cache: &cache), RecordFormat.isObjectNumber(row.id.number) else {
+        guard let index = index(of: row.id, cache: &cache), RecordFormat.isObjectNumber(row.id.number) else {
             _ = try entity(of: row.id, transaction)  // throws the right message
             return
         }
@@ -173,7 +176,7 @@ final class RecordCodec: Sendable {
     }
 
     private func writeRow(_ row: RowImage, into c: inout ByteCursor, cache: inout EntityCache) {
-        guard let index = index(of: row.id.entity, cache: &cache) else {
+        guard let index = index(of: row.id, cache: &cache) else {
             preconditionFailure("entity \"\(row.id.entity)\" is not in schema \"\(schema.name)\"; validate records before encoding")
         }
         let fits = slots.withUnsafeBufferPointer { slots in
@@ -279,13 +282,13 @@ final class RecordCodec: Sendable {
     private func writeRelationship(_ values: UnsafeBufferPointer<Value>, _ i: Int, slot: Slot, entity index: Int, into c: inout ByteCursor) -> Bool {
         switch (slot, layout.entities[index].kinds[i], values[i]) {
         case (.toOne, .toOne(let destination), .object(let id)):
-            guard id.entity == layout.entities[destination].name else { return false }
+            guard id.entityKey == layout.entityKeys[destination] else { return false }
             c.putByte(ValueTag.object.rawValue)
             c.putVarint(UInt64(destination))
             c.putVarint(id.number)
         case (.toMany, .toMany(let destination), .objects(let ids)):
-            let name = layout.entities[destination].name
-            guard ids.allSatisfy({ $0.entity == name }) else { return false }
+            let key = layout.entityKeys[destination]
+            guard ids.allSatisfy({ $0.entityKey == key }) else { return false }
             c.putByte(ValueTag.objects.rawValue)
             c.putVarint(UInt64(ids.count))
             for id in ids {
@@ -343,7 +346,7 @@ final class RecordCodec: Sendable {
         return w.withCursor { c in
             slots.withUnsafeBufferPointer { slots in
                 for r in range {
-                    guard let index = index(of: rows[r].id.entity, cache: &cache), RecordFormat.isObjectNumber(rows[r].id.number),
+                    guard let index = index(of: rows[r].id, cache: &cache), RecordFormat.isObjectNumber(rows[r].id.number),
                         rows[r].values.count == slotStarts[index + 1] - slotStarts[index]
                     else { return (r, nil) }
                     let failed = rows[r].values.withUnsafeBufferPointer { values in
