@@ -417,8 +417,17 @@ extension ObjectGraph {
             noteChanged(object)
         }
         // Objects a relationship refers to, or no longer, as the parent holds it and as it was
-        // sent (its merge policy kept its own value, or put back the other side of one).
+        // sent (its merge policy kept its own value, or put back the other side of one), with
+        // what their inverse must say of the saved object: whether it is among its targets.
         var stale = Set<ObjectID>()
+        var membership: [ObjectID: [(inverse: Int, member: ObjectID, belongs: Bool)]] = [:]
+        func noteStale(_ object: ManagedObject, index: Int, info: RelationshipInfo, held: Value, sent: Value) {
+            let heldTargets = Set(Self.targets(held)), sentTargets = Set(Self.targets(sent))
+            for target in heldTargets.symmetricDifference(sentTargets) {
+                stale.insert(target)
+                membership[target, default: []].append((info.inverseIndex, object.objectID, heldTargets.contains(target)))
+            }
+        }
         for (object, row) in zip(capture.inserted, capture.insertedRows) {
             // An insert takes what the parent holds of it too: the parent may have let go of
             // an object it refers to that was deleted there since this context read it. (Based
@@ -426,8 +435,8 @@ extension ObjectGraph {
             // save ran left the reference's removal as a pending change of this context's, and
             // a rollback brought the deleted object back.)
             if let kept = held[row.id] {
-                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && kept[index] != row.values[index] {
-                    stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(row.values[index])))
+                for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != row.values[index] {
+                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: row.values[index]) }
                 }
             }
             rebase(object, sent: held[row.id] ?? row.values, asSent: row.values, keys: Set(row.values.indices))
@@ -437,8 +446,8 @@ extension ObjectGraph {
             var sent = update.baseValues
             for change in update.changes { sent[change.index] = change.value }
             if let kept = held[update.id] {
-                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil && kept[index] != sent[index] {
-                    stale.formUnion(Set(Self.targets(kept[index])).symmetricDifference(Self.targets(sent[index])))
+                for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != sent[index] {
+                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: sent[index]) }
                 }
             }
             rebase(object, sent: held[update.id] ?? sent, asSent: sent, keys: Set(update.changes.map(\.index)))
@@ -452,6 +461,25 @@ extension ObjectGraph {
             for id in stale.subtracting(captured).sorted() {
                 guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent else { continue }
                 refresh(target, mergeChanges: true)
+                // A list this context changed while the save ran keeps its changes on top of
+                // the parent's, but not about the saved object: it lists it exactly when the
+                // parent's value of the object names it. (A merge during the save had taken a
+                // song off an album's list because the song was moving to another album here;
+                // the parent kept the song on the album, and the list's change outlived the
+                // save: the next save took the song off, and the parent's was refused as an
+                // inverse violation.)
+                for (inverse, member, belongs) in membership[id] ?? [] {
+                    guard relationships[target.entityIndex][inverse]?.isToMany == true else { continue }
+                    let listed = Self.targets(target.storage[inverse])
+                    if belongs, !listed.contains(member) {
+                        var list = listed + [member]
+                        // In the parent's order, when that is what the list comes back to.
+                        if let base = target.base, Set(Self.targets(base[inverse])) == Set(list) { list = Self.targets(base[inverse]) }
+                        setPrimitive(target, index: inverse, value: .objects(list))
+                    } else if !belongs, listed.contains(member) {
+                        letGo(of: member, in: target, at: inverse)
+                    }
+                }
             }
         }
         var kept: [ObjectID] = []
