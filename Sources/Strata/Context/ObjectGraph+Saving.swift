@@ -421,7 +421,7 @@ extension ObjectGraph {
         // what their inverse must say of the saved object: whether it is among its targets.
         var stale = Set<ObjectID>()
         var membership: [ObjectID: [(inverse: Int, member: ObjectID, belongs: Bool)]] = [:]
-        func noteStale(_ object: ManagedObject, index: Int, info: RelationshipInfo, held: Value, sent: Value) {
+        func noteStale(_ object: ManagedObject, info: RelationshipInfo, held: Value, sent: Value) {
             let heldTargets = Set(Self.targets(held)), sentTargets = Set(Self.targets(sent))
             for target in heldTargets.symmetricDifference(sentTargets) {
                 stale.insert(target)
@@ -436,7 +436,7 @@ extension ObjectGraph {
             // a rollback brought the deleted object back.)
             if let kept = held[row.id] {
                 for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != row.values[index] {
-                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: row.values[index]) }
+                    if let info { noteStale(object, info: info, held: kept[index], sent: row.values[index]) }
                 }
             }
             rebase(object, sent: held[row.id] ?? row.values, asSent: row.values, keys: Set(row.values.indices))
@@ -447,7 +447,7 @@ extension ObjectGraph {
             for change in update.changes { sent[change.index] = change.value }
             if let kept = held[update.id] {
                 for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != sent[index] {
-                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: sent[index]) }
+                    if let info { noteStale(object, info: info, held: kept[index], sent: sent[index]) }
                 }
             }
             rebase(object, sent: held[update.id] ?? sent, asSent: sent, keys: Set(update.changes.map(\.index)))
