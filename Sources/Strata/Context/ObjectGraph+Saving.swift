@@ -714,12 +714,40 @@ extension ObjectGraph {
                                                        lost: dropped.filter { !kept.contains($0) }, gained: kept.filter { !dropped.contains($0) })
                 let others = (relationship.lost + relationship.gained).compactMap { registered[$0] }.filter(\.isLoaded)
                 let before = others.map(\.storage)
+                let inverse = info.inverseIndex
+                let read = others.map { other in
+                    other.lifecycle == .persistent && !other.changedKeys.contains(inverse) && other.keysSetDuringSave?.contains(inverse) != true
+                }
                 restoreInverses(of: relationship)
                 // Where that made them what the store has, they are not changed.
-                for (other, storage) in zip(others, before) where other.storage != storage {
+                var owners: [ManagedObject] = []
+                for ((other, storage), wasRead) in zip(zip(others, before), read) where other.storage != storage {
+                    if wasRead {
+                        // A key this context had only read takes the store's value, not the one
+                        // put back here: another commit, not merged here yet, may have given
+                        // the object another owner. (Put back as a change, an album the store
+                        // had moved to a third artist kept "no artist" pending; the merge of
+                        // that commit kept it too, and the third artist let go of the album.)
+                        other.changedKeys.remove(inverse)
+                        other.keysSetDuringSave?.remove(inverse)
+                    }
                     refresh(other, mergeChanges: true)
                     let keys = Self.keysChanged(in: other, from: storage)
                     if !keys.isEmpty { changed[other.objectID, default: []] += keys }
+                    // Its new owner, held here as it was read, refers back as the store has it.
+                    guard wasRead else { continue }
+                    for id in Self.targets(other.storage[inverse]) where id != update.id {
+                        guard let owner = registered[id], owner.isLoaded, owner.lifecycle == .persistent,
+                            !owner.storage[change.index].refers(to: other.objectID)
+                        else { continue }
+                        owners.append(owner)
+                    }
+                }
+                for owner in owners {
+                    let storage = owner.storage
+                    refresh(owner, mergeChanges: true)
+                    let keys = Self.keysChanged(in: owner, from: storage)
+                    if !keys.isEmpty { changed[owner.objectID, default: []] += keys }
                 }
             }
         }
