@@ -647,6 +647,34 @@ extension ObjectGraph {
                 }
             }
         }
+        // An object held here as read, which the store (or the parent) gave to one taken back
+        // while the save ran, takes that value; so do the objects it named here, which let go
+        // of it. (Made to let go of it instead, the object taken back kept a pending change
+        // without it: an artist whose deletion the store kept, given an album meanwhile, came
+        // back listing no album.)
+        for id in back {
+            guard let object = registered[id], object.lifecycle == .persistent else { continue }
+            for (index, info) in relationships[object.entityIndex].enumerated() {
+                guard let info else { continue }
+                let inverse = info.inverseIndex
+                for targetID in Self.targets(object.storage[index]) {
+                    guard let target = registered[targetID], target.isLoaded, target.lifecycle == .persistent,
+                        !target.storage[inverse].refers(to: id), !target.changedKeys.contains(inverse),
+                        target.keysSetDuringSave?.contains(inverse) != true,
+                        rows(targetID)?.values[inverse].refers(to: id) == true
+                    else { continue }
+                    let previous = Self.targets(target.storage[inverse])
+                    refresh(target, mergeChanges: true)
+                    for ownerID in previous where others[ownerID] == nil {
+                        guard let owner = registered[ownerID], owner.isLoaded, owner.lifecycle == .persistent,
+                            owner.storage[index].refers(to: targetID)
+                        else { continue }
+                        others[ownerID] = (owner, owner.storage)
+                        refresh(owner, mergeChanges: true)
+                    }
+                }
+            }
+        }
         for id in back { if let object = registered[id] { restoreKeptInverses(object) } }
         var changed: [ObjectID: [Int]] = [:]
         for (id, other) in others {

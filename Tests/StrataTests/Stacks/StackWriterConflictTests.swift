@@ -233,6 +233,61 @@ import Testing
         await h.close()
     }
 
+    @Test("a deletion the writer's retry dropped, the object given an album meanwhile, shows both as the store has them, nothing pending",
+          arguments: presets)
+    func deletionDroppedKeepsGivenAlbum(_ preset: StackPreset) async throws {
+        // Not started: under `hybrid` the writer merges the other commit by hand, after its
+        // save (a started writer may merge it between its first try and its retry).
+        let h = try await Gated(preset, started: false)
+        let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
+        let (view, writer) = (stack.viewContext, stack.writerContext!)
+        // Both hold x with a1, and a2 with no album, as the store had them.
+        for context in [writer, view] {
+            await context.perform { c in
+                for id in [o.a1, o.a2] { _ = c.object(with: id, as: Artist.self).albums }
+                _ = c.object(with: o.x, as: Album.self).artist
+            }
+        }
+        // The user deletes a2 and saves; while the writer's save is held, another context
+        // moves x to a2 (the deletion conflicts: a2 changed since it was read).
+        await view.perform { c in c.delete(c.object(with: o.a2, as: Artist.self)) }
+        try await stack.save(view)
+        #expect(await h.gate.waitUntilHeld(), "the writer's save started")
+        let other = h.otherContext()
+        let otherSaves = other.didSave()
+        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await other.save()
+        let moved = try #require(await firstElement(of: otherSaves, timeout: .seconds(10)))
+        h.gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict && outcome.error?.conflicts.map(\.object) == [o.a2], "\(String(describing: outcome.error))")
+        let generation = store.currentGeneration
+        #expect(generation.value(o.a2, "albums") == .objects([o.x]), "the store keeps a2, with x")
+        #expect(generation.value(o.x, "artist") == .object(o.a2))
+        #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
+        if preset == .hybrid {
+            // The writer follows the store's commits, and the view follows them too.
+            await writer.merge(moved)
+            await view.merge(moved)
+        }
+        // a2 comes back as the store keeps it, listing x, which the writer read with a1: x
+        // names a2 and a1 lists nothing. (a2 came back listing no album, as a pending change
+        // the next save would have written.)
+        for (context, name) in [(writer, "writer"), (view, "view")] {
+            let held = await waitUntil(context, "the \(name) to show a2 with x and nothing pending", reportingTimeout: false) { c in
+                let shown = o.albumX(in: c)
+                return !shown.pending && shown.artist == o.a2 && shown.a1.isEmpty
+                    && c.object(with: o.a2, as: Artist.self).albums.map(\.objectID) == [o.x]
+            }
+            let shown = await context.perform { c in
+                (o.albumX(in: c), c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), c.updatedObjects.map(\.objectID))
+            }
+            #expect(held, "\(preset) \(name): x with \(String(describing: shown.0.artist)), a1 \(shown.0.a1), a2 \(shown.1), pending \(shown.2)")
+        }
+        await h.close()
+    }
+
     @Test("hybrid: an editor open while the writer saved again with the store's values for a conflicting to-one shows them, both sides in step")
     func editorFollows() async throws {
         let h = try await Gated(.hybrid)
