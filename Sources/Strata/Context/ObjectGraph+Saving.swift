@@ -588,6 +588,12 @@ extension ObjectGraph {
         return before.indices.filter { object.storage[$0] != before[$0] }
     }
 
+    /// Whether `object`'s key at `index` is as this context read it: not changed here, nor
+    /// set while a save of the object runs.
+    private static func onlyRead(_ object: ManagedObject, _ index: Int) -> Bool {
+        object.lifecycle == .persistent && !object.changedKeys.contains(index) && object.keysSetDuringSave?.contains(index) != true
+    }
+
     /// An object pending deletion here whose deletion did not happen after all: it shows
     /// `values` (as of `version`) again, with nothing pending, announced as inserted.
     private func bringBack(_ object: ManagedObject, values: [Value], version: UInt64) {
@@ -743,12 +749,18 @@ extension ObjectGraph {
                 let others = (relationship.lost + relationship.gained).compactMap { registered[$0] }.filter(\.isLoaded)
                 let before = others.map(\.storage)
                 let inverse = info.inverseIndex
-                let read = others.map { other in
-                    other.lifecycle == .persistent && !other.changedKeys.contains(inverse) && other.keysSetDuringSave?.contains(inverse) != true
+                let read = others.map { Self.onlyRead($0, inverse) }
+                // The objects those held as read named: they follow below.
+                var owners: [ObjectID: (object: ManagedObject, before: [Value], read: Bool)] = [:]
+                func noteOwners(of other: ManagedObject) {
+                    for id in Self.targets(other.storage[inverse]) where id != update.id && owners[id] == nil {
+                        guard let owner = registered[id], owner.isLoaded, owner.lifecycle == .persistent else { continue }
+                        owners[id] = (owner, owner.storage, Self.onlyRead(owner, change.index))
+                    }
                 }
+                for (other, wasRead) in zip(others, read) where wasRead { noteOwners(of: other) }
                 restoreInverses(of: relationship)
                 // Where that made them what the store has, they are not changed.
-                var owners: [ManagedObject] = []
                 for ((other, storage), wasRead) in zip(zip(others, before), read) where other.storage != storage {
                     if wasRead {
                         // A key this context had only read takes the store's value, not the one
@@ -762,20 +774,23 @@ extension ObjectGraph {
                     refresh(other, mergeChanges: true)
                     let keys = Self.keysChanged(in: other, from: storage)
                     if !keys.isEmpty { changed[other.objectID, default: []] += keys }
-                    // Its new owner, held here as it was read, refers back as the store has it.
-                    guard wasRead else { continue }
-                    for id in Self.targets(other.storage[inverse]) where id != update.id {
-                        guard let owner = registered[id], owner.isLoaded, owner.lifecycle == .persistent,
-                            !owner.storage[change.index].refers(to: other.objectID)
-                        else { continue }
-                        owners.append(owner)
-                    }
+                    if wasRead { noteOwners(of: other) }
                 }
-                for owner in owners {
-                    let storage = owner.storage
-                    refresh(owner, mergeChanges: true)
-                    let keys = Self.keysChanged(in: owner, from: storage)
-                    if !keys.isEmpty { changed[owner.objectID, default: []] += keys }
+                // Its owners, held here as read — the one it had, which may have let go of it
+                // as a change here, and the one the store gave it — refer to it as the store has it.
+                for (id, owner) in owners.sorted(by: { $0.key < $1.key }) {
+                    let disagrees = others.contains { other in
+                        other.storage[inverse].refers(to: id) != owner.object.storage[change.index].refers(to: other.objectID)
+                    }
+                    guard owner.object.storage != owner.before || disagrees else { continue }
+                    if owner.read {
+                        owner.object.changedKeys.remove(change.index)
+                        owner.object.keysSetDuringSave?.remove(change.index)
+                    }
+                    let storage = owner.object.storage
+                    refresh(owner.object, mergeChanges: true)
+                    let keys = Self.keysChanged(in: owner.object, from: storage)
+                    if !keys.isEmpty { changed[id, default: []] += keys }
                 }
             }
         }

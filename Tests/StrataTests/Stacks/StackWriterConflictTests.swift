@@ -233,6 +233,59 @@ import Testing
         await h.close()
     }
 
+    @Test("a to-many list the writer saved again with the store's value names an album the writer read with another artist: the album and that artist show the store's values",
+          arguments: presets)
+    func listKeptGainsAlbumReadElsewhere(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset, started: false)
+        let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
+        let (view, writer) = (stack.viewContext, stack.writerContext!)
+        // y belongs to a2 first; the writer and the view hold it so.
+        let setup = ObjectContext(coordinator: stack.coordinator, name: "setup")
+        await setup.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        try await setup.save()
+        for context in [writer, view] {
+            await context.perform { c in
+                for id in [o.a1, o.a2] { _ = c.object(with: id, as: Artist.self).albums }
+                for id in [o.x, o.y] { _ = c.object(with: id, as: Album.self).artist }
+            }
+        }
+        // The user takes x from a1 and saves; while the writer's save is held, another
+        // context moves y from a2 to a1 (a1's list conflicts: the store's kept one is y).
+        await view.perform { c in c.object(with: o.x, as: Album.self).artist = nil }
+        try await stack.save(view)
+        #expect(await h.gate.waitUntilHeld(), "the writer's save started")
+        let other = h.otherContext()
+        let otherSaves = other.didSave()
+        await other.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
+        try await other.save()
+        let moved = try #require(await firstElement(of: otherSaves, timeout: .seconds(10)))
+        h.gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
+        let generation = store.currentGeneration
+        #expect(generation.value(o.a1, "albums") == .objects([o.y]))
+        #expect(generation.value(o.x, "artist") == .null)
+        #expect(generation.value(o.a2, "albums") == .objects([]))
+        if preset == .hybrid {
+            await writer.merge(moved)
+            await view.merge(moved)
+        }
+        for (context, name) in [(writer, "writer"), (view, "view")] {
+            let held = await waitUntil(context, "the \(name) to show y with a1 and nothing pending", reportingTimeout: false) { c in
+                !c.hasChanges && c.object(with: o.y, as: Album.self).artist?.objectID == o.a1
+                    && c.object(with: o.a1, as: Artist.self).albums.map(\.objectID) == [o.y]
+                    && c.object(with: o.a2, as: Artist.self).albums.isEmpty
+            }
+            let shown = await context.perform { c in
+                (c.object(with: o.y, as: Album.self).artist?.objectID, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+                 c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), c.updatedObjects.map(\.objectID))
+            }
+            #expect(held, "\(preset) \(name): y with \(String(describing: shown.0)), a1 \(shown.1), a2 \(shown.2), pending \(shown.3)")
+        }
+        await h.close()
+    }
+
     @Test("a deletion the writer's retry dropped, the object given an album meanwhile, shows both as the store has them, nothing pending",
           arguments: presets)
     func deletionDroppedKeepsGivenAlbum(_ preset: StackPreset) async throws {
