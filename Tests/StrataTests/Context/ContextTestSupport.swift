@@ -290,6 +290,23 @@ extension ConstraintTests.Objects {
                            a3: c.object(with: a3, as: Artist.self).albums.map(\.objectID), pending: c.hasChanges)
     }
 
+    /// Reads the albums of `artists` and the artist of `albums` in `c` (loading them as the
+    /// store, or the parent, has them now).
+    func readAlbums(of artists: [ObjectID], artistsOf albums: [ObjectID], in c: isolated ObjectContext) {
+        for id in artists { _ = c.object(with: id, as: Artist.self).albums }
+        for id in albums { _ = c.object(with: id, as: Album.self).artist }
+    }
+
+    /// The albums `c` shows of each of `artists`.
+    func albums(of artists: [ObjectID], in c: isolated ObjectContext) -> [[ObjectID]] {
+        artists.map { c.object(with: $0, as: Artist.self).albums.map(\.objectID) }
+    }
+
+    /// The artist `c` shows of each of `albums` (`nil` for none).
+    func artists(of albums: [ObjectID], in c: isolated ObjectContext) -> [ObjectID?] {
+        albums.map { c.object(with: $0, as: Album.self).artist?.objectID }
+    }
+
     /// The user's side of the to-one conflict: album x taken from a1 (its albums read, and
     /// a3's) and retitled.
     func takeAlbumX(in c: isolated ObjectContext) {

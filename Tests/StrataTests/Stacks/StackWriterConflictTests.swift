@@ -46,12 +46,38 @@ import Testing
 
         /// Once the writer's save is held, another context (``otherContext()``) makes
         /// `change` and commits it: the conflict the held save will meet.
+        /// Returns the other context's did-save, for a test that lands its merges by hand.
+        @discardableResult
         func commitElsewhere(_ change: @Sendable (isolated ObjectContext) -> Void,
-                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+                             sourceLocation: SourceLocation = #_sourceLocation) async throws -> DidSave {
             #expect(await gate.waitUntilHeld(), "the writer's save started", sourceLocation: sourceLocation)
             let other = otherContext()
+            let saves = other.didSave()
             await other.perform(change)
             try await other.save()
+            return try #require(await firstElement(of: saves, timeout: .seconds(10)), sourceLocation: sourceLocation)
+        }
+
+        /// In a stack not started: lands another context's commit where a started stack
+        /// merges it by itself — under `hybrid` the writer, then the view; under `nested`
+        /// nowhere (everything reaches the store through the view).
+        func mergeByHand(_ save: DidSave) async {
+            guard stack.preset == .hybrid else { return }
+            await stack.writerContext!.merge(save)
+            await stack.viewContext.merge(save)
+        }
+
+        /// Waits until the writer and the view each hold nothing pending and show what
+        /// `shows` checks; records, for each that does not, what `describe` tells of it.
+        func expectWriterAndViewShow(
+            _ what: String, _ shows: @escaping @Sendable (isolated ObjectContext) -> Bool,
+            describe: @escaping @Sendable (isolated ObjectContext) -> String, sourceLocation: SourceLocation = #_sourceLocation
+        ) async {
+            for (context, name) in [(stack.writerContext!, "writer"), (stack.viewContext, "view")] {
+                let held = await waitUntil(context, "the \(name) to show \(what)", reportingTimeout: false) { c in !c.hasChanges && shows(c) }
+                let shown = await context.perform { c in "\(describe(c)), pending \(c.updatedObjects.map(\.objectID))" }
+                #expect(held, "\(stack.preset) \(name), expected to show \(what): \(shown)", sourceLocation: sourceLocation)
+            }
         }
 
         /// The to-one conflict: the user takes album x from artist a1 (and retitles it) and
@@ -185,22 +211,13 @@ import Testing
         // save (a started writer may merge it between its first try and its retry).
         let h = try await Gated(preset, started: false)
         let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
-        let (view, writer) = (stack.viewContext, stack.writerContext!)
         // The writer holds x with a1, as the store had it.
-        await writer.perform { c in
-            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
-            _ = c.object(with: o.x, as: Album.self).artist
-        }
+        await stack.writerContext!.perform { c in o.readAlbums(of: [o.a1, o.a3], artistsOf: [o.x], in: c) }
         // The user gives y to a1 (a1's list: x and y) and saves; while the writer's save is
         // held, another context moves x to a3 (a1's list conflicts: the store's is empty).
-        await view.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
-        try await stack.save(view)
-        #expect(await h.gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        let otherSaves = other.didSave()
-        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
-        try await other.save()
-        let moved = try #require(await firstElement(of: otherSaves, timeout: .seconds(10)))
+        await stack.viewContext.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
+        try await stack.save(stack.viewContext)
+        let moved = try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a3, as: Artist.self) }
         h.gate.open()
 
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
@@ -210,26 +227,13 @@ import Testing
         #expect(generation.value(o.a1, "albums") == .objects([o.y]))
         #expect(generation.value(o.x, "artist") == .object(o.a3))
         #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
-        if preset == .hybrid {
-            // The writer follows the store's commits, and the view follows them too.
-            await writer.merge(moved)
-            await view.merge(moved)
-        }
+        await h.mergeByHand(moved)
         // The writer read x with a1; the store's list of a1 let go of x because x went to a3,
-        // not to no artist: the writer shows x with a3 (once it merges the other commit, if
-        // not before) and keeps nothing pending — a pending "no artist" for x refused or
-        // undid the other commit's move at the next save.
-        for (context, name) in [(writer, "writer"), (view, "view")] {
-            let held = await waitUntil(context, "the \(name) to show x with a3 and nothing pending", reportingTimeout: false) { c in
-                let shown = o.albumX(in: c)
-                return !shown.pending && shown.artist == o.a3 && shown.a3 == [o.x]
-                    && c.object(with: o.a1, as: Artist.self).albums.map(\.objectID) == [o.y]
-            }
-            let shown = await context.perform { c in
-                (o.albumX(in: c), c.updatedObjects.map(\.objectID), c.object(with: o.a1, as: Artist.self).albums.map(\.objectID))
-            }
-            #expect(held, "\(preset) \(name): x with \(String(describing: shown.0.artist)), a3 \(shown.0.a3), a1 \(shown.2), pending \(shown.1)")
-        }
+        // not to no artist: the writer shows x with a3 and keeps nothing pending (a pending
+        // "no artist" for x would undo the other commit's move at the next save).
+        await h.expectWriterAndViewShow("x with a3, a1 with y") { c in
+            o.artists(of: [o.x], in: c) == [o.a3] && o.albums(of: [o.a1, o.a3], in: c) == [[o.y], [o.x]]
+        } describe: { c in "x with \(o.artists(of: [o.x], in: c)), a1 and a3 with \(o.albums(of: [o.a1, o.a3], in: c))" }
         await h.close()
     }
 
@@ -238,79 +242,48 @@ import Testing
     func listKeptGainsAlbumReadElsewhere(_ preset: StackPreset) async throws {
         let h = try await Gated(preset, started: false)
         let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
-        let (view, writer) = (stack.viewContext, stack.writerContext!)
         // y belongs to a2 first; the writer and the view hold it so.
         let setup = ObjectContext(coordinator: stack.coordinator, name: "setup")
         await setup.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         try await setup.save()
-        for context in [writer, view] {
-            await context.perform { c in
-                for id in [o.a1, o.a2] { _ = c.object(with: id, as: Artist.self).albums }
-                for id in [o.x, o.y] { _ = c.object(with: id, as: Album.self).artist }
-            }
+        for context in [stack.writerContext!, stack.viewContext] {
+            await context.perform { c in o.readAlbums(of: [o.a1, o.a2], artistsOf: [o.x, o.y], in: c) }
         }
         // The user takes x from a1 and saves; while the writer's save is held, another
         // context moves y from a2 to a1 (a1's list conflicts: the store's kept one is y).
-        await view.perform { c in c.object(with: o.x, as: Album.self).artist = nil }
-        try await stack.save(view)
-        #expect(await h.gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        let otherSaves = other.didSave()
-        await other.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
-        try await other.save()
-        let moved = try #require(await firstElement(of: otherSaves, timeout: .seconds(10)))
+        await stack.viewContext.perform { c in c.object(with: o.x, as: Album.self).artist = nil }
+        try await stack.save(stack.viewContext)
+        let moved = try await h.commitElsewhere { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
         h.gate.open()
 
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
         #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
         let generation = store.currentGeneration
-        #expect(generation.value(o.a1, "albums") == .objects([o.y]))
+        #expect(generation.value(o.a1, "albums") == .objects([o.y]) && generation.value(o.a2, "albums") == .objects([]))
         #expect(generation.value(o.x, "artist") == .null)
-        #expect(generation.value(o.a2, "albums") == .objects([]))
-        if preset == .hybrid {
-            await writer.merge(moved)
-            await view.merge(moved)
-        }
-        for (context, name) in [(writer, "writer"), (view, "view")] {
-            let held = await waitUntil(context, "the \(name) to show y with a1 and nothing pending", reportingTimeout: false) { c in
-                !c.hasChanges && c.object(with: o.y, as: Album.self).artist?.objectID == o.a1
-                    && c.object(with: o.a1, as: Artist.self).albums.map(\.objectID) == [o.y]
-                    && c.object(with: o.a2, as: Artist.self).albums.isEmpty
-            }
-            let shown = await context.perform { c in
-                (c.object(with: o.y, as: Album.self).artist?.objectID, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
-                 c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), c.updatedObjects.map(\.objectID))
-            }
-            #expect(held, "\(preset) \(name): y with \(String(describing: shown.0)), a1 \(shown.1), a2 \(shown.2), pending \(shown.3)")
-        }
+        await h.mergeByHand(moved)
+        // a2, which the writer read listing y, lets go of it as the store has it: no pending
+        // change of its own (which the next save would write).
+        await h.expectWriterAndViewShow("y with a1, a2 with no album") { c in
+            o.artists(of: [o.y], in: c) == [o.a1] && o.albums(of: [o.a1, o.a2], in: c) == [[o.y], []]
+        } describe: { c in "y with \(o.artists(of: [o.y], in: c)), a1 and a2 with \(o.albums(of: [o.a1, o.a2], in: c))" }
         await h.close()
     }
 
     @Test("a deletion the writer's retry dropped, the object given an album meanwhile, shows both as the store has them, nothing pending",
           arguments: presets)
     func deletionDroppedKeepsGivenAlbum(_ preset: StackPreset) async throws {
-        // Not started: under `hybrid` the writer merges the other commit by hand, after its
-        // save (a started writer may merge it between its first try and its retry).
         let h = try await Gated(preset, started: false)
         let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
-        let (view, writer) = (stack.viewContext, stack.writerContext!)
         // Both hold x with a1, and a2 with no album, as the store had them.
-        for context in [writer, view] {
-            await context.perform { c in
-                for id in [o.a1, o.a2] { _ = c.object(with: id, as: Artist.self).albums }
-                _ = c.object(with: o.x, as: Album.self).artist
-            }
+        for context in [stack.writerContext!, stack.viewContext] {
+            await context.perform { c in o.readAlbums(of: [o.a1, o.a2], artistsOf: [o.x], in: c) }
         }
         // The user deletes a2 and saves; while the writer's save is held, another context
         // moves x to a2 (the deletion conflicts: a2 changed since it was read).
-        await view.perform { c in c.delete(c.object(with: o.a2, as: Artist.self)) }
-        try await stack.save(view)
-        #expect(await h.gate.waitUntilHeld(), "the writer's save started")
-        let other = h.otherContext()
-        let otherSaves = other.didSave()
-        await other.perform { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
-        try await other.save()
-        let moved = try #require(await firstElement(of: otherSaves, timeout: .seconds(10)))
+        await stack.viewContext.perform { c in c.delete(c.object(with: o.a2, as: Artist.self)) }
+        try await stack.save(stack.viewContext)
+        let moved = try await h.commitElsewhere { c in c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
         h.gate.open()
 
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
@@ -319,25 +292,13 @@ import Testing
         #expect(generation.value(o.a2, "albums") == .objects([o.x]), "the store keeps a2, with x")
         #expect(generation.value(o.x, "artist") == .object(o.a2))
         #expect(generation.integrityProblems().isEmpty, "\(generation.integrityProblems().prefix(3))")
-        if preset == .hybrid {
-            // The writer follows the store's commits, and the view follows them too.
-            await writer.merge(moved)
-            await view.merge(moved)
-        }
+        await h.mergeByHand(moved)
         // a2 comes back as the store keeps it, listing x, which the writer read with a1: x
-        // names a2 and a1 lists nothing. (a2 came back listing no album, as a pending change
-        // the next save would have written.)
-        for (context, name) in [(writer, "writer"), (view, "view")] {
-            let held = await waitUntil(context, "the \(name) to show a2 with x and nothing pending", reportingTimeout: false) { c in
-                let shown = o.albumX(in: c)
-                return !shown.pending && shown.artist == o.a2 && shown.a1.isEmpty
-                    && c.object(with: o.a2, as: Artist.self).albums.map(\.objectID) == [o.x]
-            }
-            let shown = await context.perform { c in
-                (o.albumX(in: c), c.object(with: o.a2, as: Artist.self).albums.map(\.objectID), c.updatedObjects.map(\.objectID))
-            }
-            #expect(held, "\(preset) \(name): x with \(String(describing: shown.0.artist)), a1 \(shown.0.a1), a2 \(shown.1), pending \(shown.2)")
-        }
+        // names a2 and a1 lists nothing (a2 came back listing no album, as a pending change
+        // the next save would have written).
+        await h.expectWriterAndViewShow("a2 with x, a1 with no album") { c in
+            o.artists(of: [o.x], in: c) == [o.a2] && o.albums(of: [o.a1, o.a2], in: c) == [[], [o.x]]
+        } describe: { c in "x with \(o.artists(of: [o.x], in: c)), a1 and a2 with \(o.albums(of: [o.a1, o.a2], in: c))" }
         await h.close()
     }
 
