@@ -124,9 +124,10 @@ final class UncheckedBox: @unchecked Sendable {
     func classOfNoEntityTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             final class Tune: ManagedObject {}
-            let f = try! ContextFixture(.root)
+            let f = try! ContextFixture(.root, label: "strata-trap-no-entity")
             await f.context.perform { c in _ = c.insert(Tune.self) }
         }
+        TemporaryDirectory.removeAll(labelled: "strata-trap-no-entity")
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("Tune models entity \"Tune\", which schema \"Songbook\" does not have"), "\(stderr.suffix(600))")
         #expect(stderr.contains("override `class var entityName` in Tune"), "\(stderr.suffix(600))")

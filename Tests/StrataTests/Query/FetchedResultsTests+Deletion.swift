@@ -62,11 +62,12 @@ extension FetchedResultsTests {
     @Test("live results asked for as another entity's class trap, naming both")
     func liveResultsOfAnotherEntityTrap() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let f = try! ContextFixture(.root)
+            let f = try! ContextFixture(.root, label: "strata-trap-results-entity")
             await f.context.perform { c in
                 _ = try? c.fetchedResults(Song.self, request: FetchRequest(entity: "Album"))
             }
         }
+        TemporaryDirectory.removeAll(labelled: "strata-trap-results-entity")
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("fetches \"Album\" objects, but Song models \"Song\""), "\(stderr.suffix(600))")
     }

@@ -5,7 +5,7 @@ import Foundation
 /// exactly from it.
 typealias SeededGenerator = SplitMix64
 
-/// A temporary directory removed when the value is dropped... explicitly, via `remove()`.
+/// A temporary directory, named by a label and a UUID; removed by `remove()`.
 struct TemporaryDirectory {
     let path: String
     init(_ label: String = "strata-test") {
@@ -15,6 +15,17 @@ struct TemporaryDirectory {
     /// A path inside the directory (not created).
     func appending(_ name: String) -> String { path + "/" + name }
     func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Removes every temporary directory made with `label` — for one an exit test's child
+    /// process made before it trapped (it never got to remove it). The label must be the
+    /// test's own.
+    static func removeAll(labelled label: String) {
+        let parent = FileManager.default.temporaryDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
+        for name in names where name.hasPrefix(label + "-") {
+            try? FileManager.default.removeItem(atPath: parent.appendingPathComponent(name).path)
+        }
+    }
 }
 
 enum Fixtures {
