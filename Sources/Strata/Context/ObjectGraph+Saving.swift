@@ -664,10 +664,8 @@ extension ObjectGraph {
                 guard let info else { continue }
                 let inverse = info.inverseIndex
                 for targetID in Self.targets(object.storage[index]) {
-                    guard let target = registered[targetID], target.isLoaded, target.lifecycle == .persistent,
-                        !target.storage[inverse].refers(to: id), !target.changedKeys.contains(inverse),
-                        target.keysSetDuringSave?.contains(inverse) != true,
-                        rows(targetID)?.values[inverse].refers(to: id) == true
+                    guard let target = registered[targetID], target.isLoaded, Self.onlyRead(target, inverse),
+                        !target.storage[inverse].refers(to: id), rows(targetID)?.values[inverse].refers(to: id) == true
                     else { continue }
                     let previous = Self.targets(target.storage[inverse])
                     refresh(target, mergeChanges: true)
