@@ -267,6 +267,9 @@ import Testing
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("→ context saves: 4 writers at .full make"))
         #expect(result.output.contains("; store commits: 4 writers at .full make"))
+        // Each run's pair of one writer and four, beside the ratio of the medians.
+        let perRun = try Regex(#"1 writer \(run by run: [0-9.]+, [0-9.]+\) \(target"#)
+        #expect(result.output.matches(of: perRun).count == 2, "\(result.output)")
         let results = try #require(try json(at: jsonPath)["results"] as? [[String: Any]])
         #expect(results.map { "\($0["durability"] ?? "?")/\($0["writers"] ?? "?")/\($0["committer"] ?? "-")" }
                 == ["full/1/context", "full/4/context", "relaxed/1/context", "relaxed/4/context", "none/1/context", "none/4/context",
