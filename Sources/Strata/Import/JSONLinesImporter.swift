@@ -489,7 +489,8 @@ public struct JSONLinesImporter {
         replaced(staged[object].id, index)
         let e = info[staged[object].entity]
         let r = e.relationships[index - e.attributeCount]
-        let name = "\(e.name).\(e.entity.propertyNames[index])"
+        // For error messages only: built when one is (a line sets relationships by the thousand).
+        var name: String { "\(e.name).\(e.propertyNames[index])" }
         let destination = info[r.destination]
         func reference(_ json: JSON) throws(ImportError) -> Reference {
             // {"id": "Entity/N"} names an object by ID whatever its entity's key: no key reads
@@ -790,7 +791,7 @@ public struct JSONLinesImporter {
                 guard object.values[index].referencedObjects.isEmpty else { continue }
                 guard final else { return false }
                 throw ImportError(line: max(object.line, object.emptied[index] ?? 0),
-                                  message: "\(e.name).\(e.entity.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
+                                  message: "\(e.name).\(e.propertyNames[index]): the relationship is required (give a \(info[r.destination].name) key)"
                                   + (object.base == nil ? "" : "; this line leaves \(object.id) without one"))
             }
         }
