@@ -310,7 +310,7 @@ extension ConstraintTests.Objects {
     /// The user's side of the to-one conflict: album x taken from a1 (its albums read, and
     /// a3's) and retitled.
     func takeAlbumX(in c: isolated ObjectContext) {
-        for id in [a1, a3] { _ = c.object(with: id, as: Artist.self).albums }
+        readAlbums(of: [a1, a3], artistsOf: [], in: c)
         let x = c.object(with: self.x, as: Album.self)
         x.artist = nil
         x.title = "retitled"

@@ -23,8 +23,7 @@ extension StoreWinsInFlightTests {
         let commits = store.commits()
         await context.perform { c in
             c.mergePolicy = policy
-            for id in [o.a1, o.a2] { _ = c.object(with: id, as: Artist.self).albums }
-            _ = c.object(with: o.y, as: Album.self).artist
+            o.readAlbums(of: [o.a1, o.a2], artistsOf: [o.y], in: c)
         }
         // y joins a1 (merged before the change, during the save, or after it), then moves to a2.
         let setup = ObjectContext(coordinator: coordinator, name: "setup")

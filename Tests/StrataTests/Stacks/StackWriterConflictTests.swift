@@ -307,10 +307,7 @@ import Testing
         let h = try await Gated(.hybrid)
         let (stack, o, outcomes) = (h.stack, h.objects, h.outcomes)
         let editor = await stack.newEditorContext()
-        await editor.perform { c in
-            for id in [o.a1, o.a3] { _ = c.object(with: id, as: Artist.self).albums }
-            _ = c.object(with: o.x, as: Album.self).artist
-        }
+        await editor.perform { c in o.readAlbums(of: [o.a1, o.a3], artistsOf: [o.x], in: c) }
         try await h.takeAlbumXWhileAnotherGivesItToA3()
         let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
         #expect(outcome.error?.code == .conflict, "\(String(describing: outcome.error))")
