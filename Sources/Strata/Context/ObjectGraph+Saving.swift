@@ -418,14 +418,14 @@ extension ObjectGraph {
         }
         // Objects a relationship refers to, or no longer, as the parent holds it and as it was
         // sent (its merge policy kept its own value, or put back the other side of one), with
-        // what their inverse must say of the saved object: whether it is among its targets.
+        // the saved object and the relationship's index in it, and the inverse's in theirs.
         var stale = Set<ObjectID>()
-        var membership: [ObjectID: [(inverse: Int, member: ObjectID, belongs: Bool)]] = [:]
-        func noteStale(_ object: ManagedObject, info: RelationshipInfo, held: Value, sent: Value) {
+        var membership: [ObjectID: [(inverse: Int, member: ObjectID, index: Int)]] = [:]
+        func noteStale(_ object: ManagedObject, index: Int, info: RelationshipInfo, held: Value, sent: Value) {
             let heldTargets = Set(Self.targets(held)), sentTargets = Set(Self.targets(sent))
             for target in heldTargets.symmetricDifference(sentTargets) {
                 stale.insert(target)
-                membership[target, default: []].append((info.inverseIndex, object.objectID, heldTargets.contains(target)))
+                membership[target, default: []].append((info.inverseIndex, object.objectID, index))
             }
         }
         for (object, row) in zip(capture.inserted, capture.insertedRows) {
@@ -436,7 +436,7 @@ extension ObjectGraph {
             // a rollback brought the deleted object back.)
             if let kept = held[row.id] {
                 for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != row.values[index] {
-                    if let info { noteStale(object, info: info, held: kept[index], sent: row.values[index]) }
+                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: row.values[index]) }
                 }
             }
             rebase(object, sent: held[row.id] ?? row.values, asSent: row.values, keys: Set(row.values.indices))
@@ -447,7 +447,7 @@ extension ObjectGraph {
             for change in update.changes { sent[change.index] = change.value }
             if let kept = held[update.id] {
                 for (index, info) in relationships[object.entityIndex].enumerated() where kept[index] != sent[index] {
-                    if let info { noteStale(object, info: info, held: kept[index], sent: sent[index]) }
+                    if let info { noteStale(object, index: index, info: info, held: kept[index], sent: sent[index]) }
                 }
             }
             rebase(object, sent: held[update.id] ?? sent, asSent: sent, keys: Set(update.changes.map(\.index)))
@@ -458,18 +458,28 @@ extension ObjectGraph {
         // desk the parent kept for them, and the desk without them).
         if !stale.isEmpty {
             let captured = Set((capture.inserted + capture.updated + capture.deleted).map(\.objectID))
+            // One state of the parent's for every read: it goes on merging meanwhile.
+            let parentView = link.sourceView()
             for id in stale.subtracting(captured).sorted() {
                 guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent else { continue }
-                refresh(target, mergeChanges: true)
+                refresh(target, mergeChanges: true, from: parentView)
                 // A list this context changed while the save ran keeps its changes on top of
                 // the parent's, but not about the saved object: it lists it exactly when the
                 // parent's value of the object names it. (A merge during the save had taken a
                 // song off an album's list because the song was moving to another album here;
                 // the parent kept the song on the album, and the list's change outlived the
                 // save: the next save took the song off, and the parent's was refused as an
-                // inverse violation.)
-                for (inverse, member, belongs) in membership[id] ?? [] {
+                // inverse violation.) The parent's value as it is now, not as it held it when
+                // it applied the save: it may have merged another move since. A list with no
+                // change of this context's is the parent's, and stays so: the parent's value
+                // of the saved object can be older than what it shows of the list (it had not
+                // merged a commit moving the object again, while its reads were as of that
+                // commit), and a list given the object as a change of its own went on naming
+                // it after that move reached here — the next save sent it, and the parent's
+                // was refused, losing what that save carried.
+                for (inverse, member, index) in membership[id] ?? [] where target.changedKeys.contains(inverse) {
                     guard relationships[target.entityIndex][inverse]?.isToMany == true else { continue }
+                    let belongs = parentView.row(member)?.values[index].refers(to: id) ?? false
                     let listed = Self.targets(target.storage[inverse])
                     if belongs, !listed.contains(member) {
                         var list = listed + [member]

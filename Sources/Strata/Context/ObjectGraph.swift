@@ -1111,11 +1111,12 @@ final class ObjectGraph {
     }
 
     /// Turns an object back into a fault (dropping its changes), or with `mergeChanges`
-    /// reloads what it was based on and keeps its changes on top.
-    func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    /// reloads what it was based on and keeps its changes on top. `source`: what the parent
+    /// shows, when the caller reads other objects from the same state (read now otherwise).
+    func refresh(_ object: ManagedObject, mergeChanges: Bool, from source: ContextView? = nil) {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         let before = object.storage
-        guard let row = link.sourceView().row(object.objectID) else {
+        guard let row = (source ?? link.sourceView()).row(object.objectID) else {
             // Deleted where this context reads from: a tombstone, as merging the deletion
             // makes it, and the objects its values name here let go of it — those its
             // changes joined too. (An artist this context had given the album went on listing
