@@ -56,6 +56,10 @@ open class ManagedObject {
     /// save (merge policy `error`): its base stays the old row, so that the save reports
     /// the conflict, and a rollback takes this one instead.
     final var mergedRowInConflict: (values: [Value], version: UInt64)?
+    /// Inserted, in a save to the store in flight: the keys another transaction changed
+    /// since the store committed the insert (merged meanwhile), with the newest such
+    /// transaction. The save's end takes them over the values it committed.
+    final var mergedWhileInserting: (values: [Int: Value], version: UInt64)?
     /// The row its changes stand on as merged last: the one kept with a conflict, or else
     /// its base.
     final var rowMergedLast: [Value]? { mergedRowInConflict?.values ?? base }

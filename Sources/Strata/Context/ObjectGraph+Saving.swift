@@ -154,6 +154,7 @@ extension ObjectGraph {
         var discarded: [ObjectID] = []
         for object in capture.inserted {
             object.keysSetDuringSave = nil
+            object.mergedWhileInserting = nil
             saveEnded(for: object.objectID)
             if object.lifecycle == .discarded { discarded.append(object.objectID) }
         }
@@ -340,6 +341,8 @@ extension ObjectGraph {
             let setDuringSave = object.keysSetDuringSave ?? []
             object.keysSetDuringSave = nil
             object.mergedRowInConflict = nil
+            let mergedWhileInserting = object.mergedWhileInserting
+            object.mergedWhileInserting = nil
             var values = sent
             var version = object.baseVersion
             if let committed {
@@ -354,6 +357,13 @@ extension ObjectGraph {
                 }
                 values = row.values
                 version = row.version
+                // An insert another transaction changed once the store had it, merged while the
+                // save ran: its values as of that transaction (keys set here during the save
+                // keep theirs, below).
+                if let merged = mergedWhileInserting, merged.version > version {
+                    for (index, value) in merged.values { values[index] = value }
+                    version = merged.version
+                }
                 // (An insert is committed as sent: only updates meet merge policies.)
                 if object.lifecycle != .inserted {
                     let differing = values.indices.filter { values[$0] != sent[$0] }
@@ -1433,6 +1443,21 @@ extension ObjectGraph {
             // kept (its merge policy may have kept its own), not the commit's.
             if !link.isRoot, let transaction = save.transaction, let seen = link.sourceView().row(id), seen.version >= transaction {
                 row = seen.values
+            }
+            if object.lifecycle == .inserted {
+                // Inserted here, and a transaction changed it: the store holds the insert, so a
+                // save of it is in flight (the save has not ended here yet). The save's end
+                // takes the transaction's values, as an updated object keeps what merged while
+                // its save ran. (Passed over, it ended the save with the values its own commit
+                // gave it: a writer's new artist listed no album while the store listed one.)
+                if object.keysSetDuringSave != nil, let transaction = save.transaction, transaction > object.baseVersion {
+                    let names = schema.layout.entities[object.entityIndex].propertyNames
+                    var merged = object.mergedWhileInserting?.values ?? [:]
+                    for index in row.indices where changedKeys[id].map({ $0.contains(names[index]) }) ?? true { merged[index] = row[index] }
+                    object.mergedWhileInserting = (merged, max(transaction, object.mergedWhileInserting?.version ?? 0))
+                    touched += 1
+                }
+                continue
             }
             guard object.lifecycle == .persistent || object.lifecycle == .deleted else { continue }
             if !deleted.isEmpty, object.lifecycle == .persistent { heldBefore.append((object, object.storage)) }
