@@ -237,15 +237,7 @@ struct SaveInFlight {
     /// captured its changes, then lets the parent apply it; returns the save's error, if any.
     func save(_ child: ObjectContext, holding parent: ObjectContext, meanwhile: () async -> Void,
               sourceLocation: SourceLocation = #_sourceLocation) async -> StoreError? {
-        let release = DispatchSemaphore(value: 0)
-        let (held, heldContinuation) = AsyncStream.makeStream(of: Void.self)
-        let holding = Task {
-            await parent.perform { _ in
-                heldContinuation.yield()
-                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
-            }
-        }
-        #expect(await firstElement(of: held, timeout: .seconds(10)) != nil, "the parent is held", sourceLocation: sourceLocation)
+        let holding = await QueueHold(parent, "the parent", sourceLocation: sourceLocation)
         let saving = Task { () -> StoreError? in
             do throws(StoreError) {
                 _ = try await child.save()
@@ -256,9 +248,36 @@ struct SaveInFlight {
         }
         #expect(await firstElement(of: captured, timeout: .seconds(10)) != nil, "the save captured its changes", sourceLocation: sourceLocation)
         await meanwhile()
-        release.signal()
-        await holding.value
+        await holding.release()
         return await saving.value
+    }
+}
+
+/// A context's queue held by a job that waits until ``release()`` (for 30 s at most): work
+/// for the context queues up behind it meanwhile.
+struct QueueHold {
+    private let released = DispatchSemaphore(value: 0)
+    private let job: Task<Void, Never>
+
+    /// Holds `context`'s queue; returns once the holding job runs. `before`: run in the job
+    /// once released, before the queued work.
+    init(_ context: ObjectContext, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+         before: @escaping @Sendable (isolated ObjectContext) -> Void = { _ in }) async {
+        let (held, heldContinuation) = AsyncStream.makeStream(of: Void.self)
+        job = Task { [released] in
+            await context.perform { c in
+                heldContinuation.yield()
+                _ = released.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
+                before(c)
+            }
+        }
+        #expect(await firstElement(of: held, timeout: .seconds(10)) != nil, "\(what)'s queue is held", sourceLocation: sourceLocation)
+    }
+
+    /// Lets the queue go on; returns once the holding job has ended.
+    func release() async {
+        released.signal()
+        await job.value
     }
 }
 

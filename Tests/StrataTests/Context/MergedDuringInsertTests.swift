@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Testing
 @testable import Strata
@@ -34,18 +33,11 @@ import Testing
         let saving = Task { try await writer.save() }
         try #require(await eventually(within: 30) { gate.isHolding }, "the insert's sync is held")
         // The writer's queue is held from now on, so that the merge runs before the save ends.
-        let release = DispatchSemaphore(value: 0)
         let commit = Locked<DidSave?>(nil)
-        let (blocked, blockedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let merging = Task {
-            await writer.perform { c in
-                blockedContinuation.yield()
-                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
-                if renamedDuringTheSave { c.object(with: artist, as: Artist.self).name = "During" }
-                if let save = commit.withLock({ $0 }) { _ = c.merge(save) }
-            }
+        let holding = await QueueHold(writer, "the writer") { c in
+            if renamedDuringTheSave { c.object(with: artist, as: Artist.self).name = "During" }
+            if let save = commit.withLock({ $0 }) { _ = c.merge(save) }
         }
-        #expect(await firstElement(of: blocked, timeout: .seconds(10)) != nil, "the writer's queue is held")
 
         // Another transaction gives the new artist an album, based on the insert.
         let album = store.allocateObjectIDs(for: "Album")[0]
@@ -58,8 +50,7 @@ import Testing
         gate.releaseHeld()
         let given = try await withTimeout(30, "the other commit") { try await other.value }
         commit.withLock { $0 = given.notification.map(DidSave.init) }
-        release.signal()
-        await merging.value
+        await holding.release()
         let transaction = try await withTimeout(30, "the writer's save") { try await saving.value }
         #expect(transaction == inserted)
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Testing
 @testable import Strata
@@ -96,19 +95,10 @@ import Testing
         let merging = Task { await writer.merge(toA3) }
         // The view changes a2's list while its save runs: y joins a2.
         await view.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
-        let release = DispatchSemaphore(value: 0)
-        let (blocked, blockedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let holding = Task {
-            await view.perform { _ in
-                blockedContinuation.yield()
-                _ = release.wait(timeout: .now() + .seconds(30 * TestTiming.slowdown))
-            }
-        }
-        #expect(await firstElement(of: blocked, timeout: .seconds(10)) != nil, "the view's queue is held")
+        let holding = await QueueHold(view, "the view")
         g.gate.open()
         _ = await merging.value
-        release.signal()
-        await holding.value
+        await holding.release()
         _ = try await withTimeout(30, "the view's save") { try await saving.value }
 
         let a2 = await view.perform { c in o.albums(of: [o.a2], in: c)[0] }
