@@ -28,27 +28,27 @@ import Testing
         }
         let inserted = store.currentGeneration.transaction + 1
 
-        // The insert's sync is held: the store has it, not yet durable.
+        // The insert's sync is held, so that the save is still waiting for it when the
+        // writer's queue is held (from then on, until the merge below has run).
         gate.hold(sync: gate.syncs)
         let saving = Task { try await writer.save() }
         try #require(await eventually(within: 30) { gate.isHolding }, "the insert's sync is held")
-        // The writer's queue is held from now on, so that the merge runs before the save ends.
         let commit = Locked<DidSave?>(nil)
         let holding = await QueueHold(writer, "the writer") { c in
             if renamedDuringTheSave { c.object(with: artist, as: Artist.self).name = "During" }
             if let save = commit.withLock({ $0 }) { _ = c.merge(save) }
         }
+        // The insert goes on to the disk and is published; the save's end waits for the queue.
+        // (Released before anything else commits: a commit made while the sync was held could
+        // wait for it on one of the concurrency pool's threads — with both of them held so,
+        // nothing was left to release it, and the whole test process stalled for 30 s.)
+        gate.releaseHeld()
+        try #require(await eventually(within: 30) { store.currentGeneration.transaction >= inserted }, "the insert is published")
 
         // Another transaction gives the new artist an album, based on the insert.
         let album = store.allocateObjectIDs(for: "Album")[0]
-        let other = Task {
-            try await store.commit(ChangeSet(author: "other", inserted: [Songbook.album(album, albumID: 99, artist: artist)], updated: [
-                ObjectUpdate(id: artist, baseVersion: inserted, baseValues: Songbook.artist(artist, artistID: 45, name: "New").values,
-                             changes: [PropertyChange(index: 3, value: .objects([album]))]),
-            ]))
-        }
-        gate.releaseHeld()
-        let given = try await withTimeout(30, "the other commit") { try await other.value }
+        let given = try await store.commit(ChangeSet(author: "other", inserted: [Songbook.album(album, albumID: 99, artist: artist)],
+                                                     updated: [store.currentGeneration.update(artist, ["albums": .objects([album])])]))
         commit.withLock { $0 = given.notification.map(DidSave.init) }
         await holding.release()
         let transaction = try await withTimeout(30, "the writer's save") { try await saving.value }
