@@ -3,8 +3,11 @@ import Testing
 @testable import Strata
 
 /// Waits for `semaphore` off the cooperative pool, for at most `seconds`; returns whether it
-/// was signalled.
-func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) async -> Bool {
+/// was signalled. The default limit is long for the reason ``eventually(within:_:)``'s is: the
+/// task that signals may wait tens of seconds for one of the pool's two threads while the whole
+/// suite runs (10 s once failed so, in a run where tests that start together all took 30 s).
+/// A semaphore already signalled returns at once.
+func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 60) async -> Bool {
     await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         DispatchQueue.global().async {
             continuation.resume(returning: semaphore.wait(timeout: .now() + seconds * Double(TestTiming.slowdown)) == .success)
