@@ -1450,7 +1450,7 @@ extension ObjectGraph {
                 // takes the transaction's values, as an updated object keeps what merged while
                 // its save ran. (Passed over, it ended the save with the values its own commit
                 // gave it: a writer's new artist listed no album while the store listed one.)
-                if object.keysSetDuringSave != nil, let transaction = save.transaction, transaction > object.baseVersion {
+                if object.keysSetDuringSave != nil, let transaction = save.transaction {
                     let names = schema.layout.entities[object.entityIndex].propertyNames
                     var merged = object.mergedWhileInserting?.values ?? [:]
                     for index in row.indices where changedKeys[id].map({ $0.contains(names[index]) }) ?? true { merged[index] = row[index] }
