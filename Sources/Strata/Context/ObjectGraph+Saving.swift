@@ -1452,8 +1452,9 @@ extension ObjectGraph {
                 // gave it: a writer's new artist listed no album while the store listed one.)
                 if object.keysSetDuringSave != nil, let transaction = save.transaction {
                     let names = schema.layout.entities[object.entityIndex].propertyNames
+                    let keys = changedKeys[id].map(Set.init)
                     var merged = object.mergedWhileInserting?.values ?? [:]
-                    for index in row.indices where changedKeys[id].map({ $0.contains(names[index]) }) ?? true { merged[index] = row[index] }
+                    for index in row.indices where keys?.contains(names[index]) ?? true { merged[index] = row[index] }
                     object.mergedWhileInserting = (merged, max(transaction, object.mergedWhileInserting?.version ?? 0))
                     touched += 1
                 }

@@ -5,9 +5,10 @@ import Testing
 /// A root context saves an object it inserted; once the store holds the insert, another
 /// transaction changes the object (an album given to the new artist), and the context merges
 /// that transaction before its save ends. The object ends the save with the merged values,
-/// as an object it had updated would, under a key set while the save ran too. (The merge passed over it — still "inserted" — and the
-/// save's end gave it the values of its own commit: a stack's writer showed the new artist
-/// with no album while the store listed one — `hybrid` seed 12129 of the soak.)
+/// as an object it had updated would, under a key set while the save ran too. (The merge
+/// passed over it — still "inserted" — and the save's end gave it the values of its own
+/// commit: a stack's writer showed the new artist with no album while the store listed
+/// one — `hybrid` seed 12129 of the soak.)
 @Suite struct MergedDuringInsertTests {
     @Test("an object whose insert is being saved takes a commit that changed it after the store had it",
           arguments: [false, true])
