@@ -631,15 +631,44 @@ final class ObjectGraph {
     private func removeInverse(of source: ObjectID, from target: ManagedObject, at inverseIndex: Int) {
         load(target)
         if !Self.targets(target.storage[inverseIndex]).contains(source), target.lifecycle == .persistent {
-            if !target.changedKeys.contains(inverseIndex) {
-                // The target was read before the source changed elsewhere: read it again, so
-                // that the save changes both sides as they are now (or reports the conflict).
-                refresh(target, mergeChanges: true)
-            } else {
+            // The target was read before the source changed elsewhere: it is brought up to
+            // date, so that the save changes both sides as they are now (or reports the
+            // conflict).
+            if target.changedKeys.contains(inverseIndex) {
                 catchUpList(of: target, at: inverseIndex)
+            } else {
+                catchUp(target, at: inverseIndex)
             }
         }
         letGo(of: source, in: target, at: inverseIndex)
+    }
+
+    /// Brings `target`, read before what this context reads through changed it, up to date
+    /// for its relationship at `index`, which it has not changed here. Without changes of
+    /// its own it is read again. With changes, only that key is read again: the others keep
+    /// the base they were made on, so that the save reports a key another save changed
+    /// meanwhile as a conflict, which its merge policy resolves. (Read again whole, the
+    /// object took the newer version as its base, and its own changes overwrote the other
+    /// save's without a conflict: an album given to one artist here, read before another
+    /// save gave it to a second, stayed in the second's list, and the save was refused as an
+    /// inverse violation.)
+    private func catchUp(_ target: ManagedObject, at index: Int) {
+        guard !target.changedKeys.isEmpty || target.keysSetDuringSave?.isEmpty == false else {
+            refresh(target, mergeChanges: true)
+            return
+        }
+        guard let row = link.sourceView().row(target.objectID) else { return }
+        let now = row.values[index]
+        guard target.storage[index] != now else { return }
+        // (Set directly, not as a change made now: it is what the context reads through.)
+        target.storage[index] = now
+        target.base?[index] = now
+        if var kept = target.mergedRowInConflict {
+            kept.values[index] = now
+            target.mergedRowInConflict = kept
+        }
+        touch(target)
+        pendingNotification.refreshed.insert(target.objectID)
     }
 
     /// A to-many list changed here, read before what this context reads through changed it:
@@ -698,8 +727,9 @@ final class ObjectGraph {
             !target.changedKeys.contains(inverseIndex)
         {
             // The target already refers to a source that did not refer to it: one of them was
-            // read before the other changed elsewhere. Read the target again (see removeInverse).
-            refresh(target, mergeChanges: true)
+            // read before the other changed elsewhere. Bring the target up to date (see
+            // removeInverse).
+            catchUp(target, at: inverseIndex)
         }
         switch target.storage[inverseIndex] {
         case .objects(let ids):

@@ -302,6 +302,9 @@ struct CommitPlan {
         }
         if !gone.isEmpty && policy != .error { forgetReferences(to: gone) }
         if !kept.isEmpty { restoreReferences(toKept: kept) }
+        if !droppedRelationships.isEmpty && !deletions.isEmpty {
+            lettingGo += deletedObjectsLetGo(by: Set(droppedRelationships.map(\.id)))
+        }
         if !lettingGo.isEmpty { letGo(of: lettingGo) }
         if !droppedRelationships.isEmpty { keepOtherSidesInStep(with: droppedRelationships) }
         if policy == .error && !conflicts.isEmpty {
@@ -309,6 +312,28 @@ struct CommitPlan {
                                          advice: "Refresh the objects and save again, or choose a merge policy")
         }
         resolved = conflicts
+    }
+
+    /// What `objects` — objects whose relationship changes `storeWins` or `rollback`
+    /// dropped — must let go of all the same: the objects this change set deletes that they
+    /// refer to in the store, where the deleted object's rule is `nullify`. Their letting go
+    /// was part of the deletion, which stands, not of their own changes. (Dropped with them,
+    /// the album a song was deleted from still listed the song, and the save was refused as
+    /// an inverse violation.)
+    private func deletedObjectsLetGo(by objects: Set<ObjectID>) -> [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] {
+        var pairs: [(target: ObjectID, id: ObjectID, entity: Int, index: Int)] = []
+        for id in deletions {
+            let entity = schema.entityIndex(of: id)!
+            guard let current = head.tables[entity][id.number] else { continue }
+            let properties = schema.entities[entity]
+            for (offset, relationship) in properties.relationships.enumerated() where relationship.deleteRule == .nullify {
+                let index = properties.attributes.count + offset
+                for target in Self.targets(current.values[index]) where objects.contains(target) {
+                    pairs.append((target, id, entity, index))
+                }
+            }
+        }
+        return pairs
     }
 
     /// A relationship change `storeWins` or `rollback` dropped: the object, the key, and the

@@ -154,4 +154,40 @@ extension ConflictTests {
         #expect(g.integrityProblems().isEmpty)
         await store.close()
     }
+
+    @Test("an object whose changes the policy drops still lets go of an object the save deletes",
+          arguments: [MergePolicy.storeWins, .rollback])
+    func droppedObjectLetsGoOfADeletedOne(policy: MergePolicy) async throws {
+        let directory = TemporaryDirectory("strata-conflict")
+        defer { directory.remove() }
+        let store = try StoreTesting.create(in: directory)
+        let o = try await Objects.commit(into: store)
+        let song = store.allocateObjectIDs(for: "Song")[0]
+        let setup = store.currentGeneration
+        try await store.commit(ChangeSet(author: "setup", inserted: [Songbook.song(song, songID: StoreTesting.uuid(1), album: o.x)],
+                                         updated: [setup.update(o.x, ["songs": .objects([song])])]))
+        let base = store.currentGeneration
+        // Theirs gives X to A3.
+        try await store.commit(ChangeSet(author: "theirs", updated: [
+            base.update(o.x, ["artist": .object(o.a3)]), base.update(o.a1, ["albums": .objects([])]),
+            base.update(o.a3, ["albums": .objects([o.x])]),
+        ]))
+        // Ours gives X to A2 and deletes its song S (X lets go of S as the deletion's
+        // `nullify` rule makes it). Under `rollback` every change of X is dropped, its letting
+        // go of S with it: S was deleted while X still listed it, and the save was refused as
+        // an inverse violation.
+        let ours = ChangeSet(author: "ours", updated: [
+            base.update(o.x, ["artist": .object(o.a2), "songs": .objects([])]), base.update(o.a1, ["albums": .objects([])]),
+            base.update(o.a2, ["albums": .objects([o.x])]),
+        ], deleted: [base.deletion(song)], mergePolicy: policy)
+        let result = try await store.commit(ours)
+        #expect(result.resolvedConflicts.contains { $0.object == o.x && $0.key == "artist" }, "\(result.resolvedConflicts)")
+        let g = store.currentGeneration
+        #expect(g.object(song) == nil, "the deletion stands")
+        #expect(g.value(o.x, "songs") == .objects([]), "X lets go of the deleted song")
+        #expect(g.value(o.x, "artist") == .object(o.a3))
+        #expect(g.value(o.a2, "albums") == .objects([]) && g.value(o.a3, "albums") == .objects([o.x]))
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        await store.close()
+    }
 }
