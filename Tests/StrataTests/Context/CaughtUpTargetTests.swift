@@ -10,9 +10,9 @@ import Testing
 /// taking the newer version as its base: the save's A1 then overwrote A2 without a conflict,
 /// A2 still listed Y, and every save was refused as an inverse violation.
 @Suite struct CaughtUpTargetTests {
-    /// The new song, and how the other context left Y: given to A2, listing the song.
-    static func otherSave(_ other: ObjectContext, _ o: ConstraintTests.Objects) async throws -> ObjectID {
-        let song = await other.perform { c -> ObjectID in
+    /// What the other context does (unsaved): gives Y to A2 and a new song, returned.
+    static func giveYToA2WithANewSong(in other: ObjectContext, _ o: ConstraintTests.Objects) async -> ObjectID {
+        await other.perform { c -> ObjectID in
             let y = c.object(with: o.y, as: Album.self)
             y.artist = c.object(with: o.a2, as: Artist.self)
             let song = c.insert(Song.self)
@@ -22,8 +22,6 @@ import Testing
             song.album = y
             return song.objectID
         }
-        try await other.save()
-        return song
     }
 
     @Test("deleting a song another save added to an album changed here keeps the album's change in conflict",
@@ -37,7 +35,8 @@ import Testing
             (c.object(with: o.y, as: Album.self).artist?.objectID, c.object(with: o.y, as: Album.self).songs.count)
         }
         #expect(read.0 == nil && read.1 == 0)
-        let song = try await Self.otherSave(p.a, o)
+        let song = await Self.giveYToA2WithANewSong(in: p.a, o)
+        try await p.a.save()
         // B, not knowing, gives Y to A1, then deletes the new song (read now: on Y).
         await p.b.perform { c in
             c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self)
@@ -75,16 +74,7 @@ import Testing
         let child = ObjectContext(parent: parent, name: "editor")
         await child.setMergePolicy(policy)
         _ = await child.perform { c in c.object(with: o.y, as: Album.self).songs.count }
-        let song = await parent.perform { c -> ObjectID in
-            let y = c.object(with: o.y, as: Album.self)
-            y.artist = c.object(with: o.a2, as: Artist.self)
-            let song = c.insert(Song.self)
-            song.songID = UUID()
-            song.title = "New"
-            song.milliseconds = 1_000
-            song.album = y
-            return song.objectID
-        }
+        let song = await Self.giveYToA2WithANewSong(in: parent, o)
         try await f.saveThrough()
         await child.perform { c in
             c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self)
