@@ -662,11 +662,7 @@ final class ObjectGraph {
         guard target.storage[index] != now else { return }
         // (Set directly, not as a change made now: it is what the context reads through.)
         target.storage[index] = now
-        target.base?[index] = now
-        if var kept = target.mergedRowInConflict {
-            kept.values[index] = now
-            target.mergedRowInConflict = kept
-        }
+        takeAsRead(now, for: target, at: index)
         touch(target)
         pendingNotification.refreshed.insert(target.objectID)
     }
@@ -685,12 +681,18 @@ final class ObjectGraph {
         let now = row.values[index]
         guard now != read else { return }
         let merged = Value.mergedList(base: read, ours: target.storage[index], theirs: now)
-        target.base?[index] = now
+        takeAsRead(now, for: target, at: index)
+        setPrimitive(target, index: index, value: merged)
+    }
+
+    /// Makes `value` what `target` was read with at `index`: its base, and the row kept with
+    /// a conflict, if it holds one, take it; the rest of both stay as they were.
+    private func takeAsRead(_ value: Value, for target: ManagedObject, at index: Int) {
+        target.base?[index] = value
         if var kept = target.mergedRowInConflict {
-            kept.values[index] = now
+            kept.values[index] = value
             target.mergedRowInConflict = kept
         }
-        setPrimitive(target, index: index, value: merged)
     }
 
     /// Makes `target`'s relationship at `index` refer to `id` too (a change) where it can
