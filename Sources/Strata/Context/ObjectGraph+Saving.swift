@@ -400,8 +400,32 @@ extension ObjectGraph {
                 for index in keys.intersection(setDuringSave) where relationships[object.entityIndex][index]?.isToMany == true {
                     object.storage[index] = Value.mergedList(base: asSent[index], ours: object.storage[index], theirs: values[index])
                 }
+                // A key changed while the save ran that the save did not send was changed on the
+                // value read before it; where what was saved holds another (a commit since the
+                // read changed it, or the parent did), the next save must report that conflict
+                // or resolve it by its policy: the key's base stays, and so does the base
+                // version, so that the store compares it; a rollback takes the saved row. A list
+                // takes the other side's change under its own instead. (Based on what was saved,
+                // a name changed here while the save ran overwrote, without a conflict, the name
+                // another save had given the artist since this context read it.)
+                let outcome = newBase
+                var inConflict = false
+                if let read = object.base {
+                    for index in object.changedKeys.union(setDuringSave).subtracting(keys).sorted() where newBase[index] != read[index] {
+                        if relationships[object.entityIndex][index]?.isToMany == true {
+                            object.storage[index] = Value.mergedList(base: read[index], ours: object.storage[index], theirs: newBase[index])
+                        } else {
+                            newBase[index] = read[index]
+                            inConflict = true
+                        }
+                    }
+                }
+                if inConflict {
+                    object.mergedRowInConflict = (outcome, max(version, object.baseVersion))
+                } else {
+                    object.baseVersion = max(version, object.baseVersion)
+                }
                 object.base = newBase
-                object.baseVersion = max(version, object.baseVersion)
                 object.lifecycle = .persistent
                 object.changedKeys = object.changedKeys.union(setDuringSave).filter { object.storage[$0] != newBase[$0] }
                 setTracking(object)
@@ -472,7 +496,7 @@ extension ObjectGraph {
             let parentView = link.sourceView()
             for id in stale.subtracting(captured).sorted() {
                 guard let target = registered[id], target.isLoaded, target.lifecycle == .persistent else { continue }
-                refresh(target, mergeChanges: true, from: parentView)
+                refresh(target, mergeChanges: true, from: parentView, keepingConflicts: true)
                 // A list this context changed while the save ran keeps its changes on top of
                 // the parent's, but not about the saved object: it lists it exactly when the
                 // parent's value of the object names it. (A merge during the save had taken a
@@ -688,13 +712,13 @@ extension ObjectGraph {
                         !target.storage[inverse].refers(to: id), rows(targetID)?.values[inverse].refers(to: id) == true
                     else { continue }
                     let previous = Self.targets(target.storage[inverse])
-                    refresh(target, mergeChanges: true)
+                    refresh(target, mergeChanges: true, keepingConflicts: true)
                     for ownerID in previous where others[ownerID] == nil {
                         guard let owner = registered[ownerID], owner.isLoaded, owner.lifecycle == .persistent,
                             owner.storage[index].refers(to: targetID)
                         else { continue }
                         others[ownerID] = (owner, owner.storage)
-                        refresh(owner, mergeChanges: true)
+                        refresh(owner, mergeChanges: true, keepingConflicts: true)
                     }
                 }
             }
@@ -710,7 +734,7 @@ extension ObjectGraph {
             // before the song's deletion was dropped listed it on a base that did not; once
             // the song moved on, the next save listed it there again, and the parent took
             // the list while the song named another album.)
-            refresh(other.object, mergeChanges: true)
+            refresh(other.object, mergeChanges: true, keepingConflicts: true)
         }
         return (Array(back.dropFirst(kept.count)), changed)
     }
@@ -789,7 +813,7 @@ extension ObjectGraph {
                         other.changedKeys.remove(inverse)
                         other.keysSetDuringSave?.remove(inverse)
                     }
-                    refresh(other, mergeChanges: true)
+                    refresh(other, mergeChanges: true, keepingConflicts: true)
                     let keys = Self.keysChanged(in: other, from: storage)
                     if !keys.isEmpty { changed[other.objectID, default: []] += keys }
                     if wasRead { noteOwners(of: other) }
@@ -806,7 +830,7 @@ extension ObjectGraph {
                         owner.object.keysSetDuringSave?.remove(change.index)
                     }
                     let storage = owner.object.storage
-                    refresh(owner.object, mergeChanges: true)
+                    refresh(owner.object, mergeChanges: true, keepingConflicts: true)
                     let keys = Self.keysChanged(in: owner.object, from: storage)
                     if !keys.isEmpty { changed[id, default: []] += keys }
                 }

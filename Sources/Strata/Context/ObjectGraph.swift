@@ -1145,7 +1145,10 @@ final class ObjectGraph {
     /// Turns an object back into a fault (dropping its changes), or with `mergeChanges`
     /// reloads what it was based on and keeps its changes on top. `source`: what the parent
     /// shows, when the caller reads other objects from the same state (read now otherwise).
-    func refresh(_ object: ManagedObject, mergeChanges: Bool, from source: ContextView? = nil) {
+    /// `keepingConflicts`, for the reads a save makes on its own (not a refresh the caller
+    /// asks for, whose changes take the newer values as their base): a key changed here that
+    /// the row changed too keeps the base it was changed on, for the next save to report.
+    func refresh(_ object: ManagedObject, mergeChanges: Bool, from source: ContextView? = nil, keepingConflicts: Bool = false) {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         let before = object.storage
         guard let row = (source ?? link.sourceView()).row(object.objectID) else {
@@ -1176,10 +1179,24 @@ final class ObjectGraph {
             object.storage = row.values
             object.base = row.values
         } else if mergeChanges && object.lifecycle == .persistent {
-            let kept = object.changedKeys.union(setDuringSave).map { ($0, object.storage[$0]) }
+            let kept = object.changedKeys.union(setDuringSave).sorted().map { ($0, object.storage[$0]) }
+            // Keys changed here that the row changed too since they were read, when the caller
+            // keeps conflicts: the base stays, as a merge under `error` keeps it, so that the
+            // next save reports them (or its policy resolves them), and a rollback takes the
+            // row. (Read again on the row's base, the object's changes overwrote the other
+            // side's without a conflict: a name changed here while a save ran replaced the one
+            // another save had given the artist meanwhile.)
+            let base = object.base
+            let conflicting = !keepingConflicts ? false : kept.contains { index, _ in
+                relationships[object.entityIndex][index]?.isToMany != true && base.map { row.values[index] != $0[index] } == true
+            }
             object.storage = row.values
-            object.base = row.values
-            object.baseVersion = row.version
+            if conflicting {
+                object.mergedRowInConflict = (row.values, row.version)
+            } else {
+                object.base = row.values
+                object.baseVersion = row.version
+            }
             object.changedKeys = []
             if object.keysSetDuringSave != nil { object.keysSetDuringSave = setDuringSave }
             for (index, ours) in kept {

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// A key changed while a save is in flight, which the save does not send, was changed on the
+/// value the context read before. When the save ends, the object is based again on what the
+/// save leaves (the committed row, or the parent's): if another save changed that key since
+/// the read, the next save must report the conflict, or resolve it by its merge policy —
+/// never overwrite the other save's value silently. Two ways in: the object is part of the
+/// save (its other changes are sent), or the save only reaches it through a relationship
+/// whose value the merge policy kept against the one sent. (Based on the newer value, the
+/// name given to artist A1 here while the save ran replaced the one another save had given
+/// it, without a conflict, under every policy.)
+@Suite struct ChangedDuringSaveConflictTests {
+    /// The second save's policies and what each leaves of A1's name.
+    static let policies: [MergePolicy] = [.error, .storeWins, .contextWins]
+    /// The first save's policies in which the store (or parent) keeps its own artist for Y.
+    static let keepingTheirs: [MergePolicy] = [.storeWins, .rollback]
+
+    /// Which of the two ways the save meets A1.
+    enum Way: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// Y goes to A1: A1's list is part of the save.
+        case saved
+        /// Y goes to A2, but the other side had given Y to A1, and the policy keeps that:
+        /// the save reaches A1 only through Y.
+        case reached
+        var testDescription: String { rawValue }
+    }
+
+    static let cases: [(Way, MergePolicy)] = [(.saved, .error)] + keepingTheirs.map { (.reached, $0) }
+
+    /// What the other side does to A1 (and, for `reached`, to Y) before the save.
+    static func otherSide(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects, way: Way) {
+        let a1 = c.object(with: o.a1, as: Artist.self)
+        a1.name = "Theirs"
+        if way == .reached { c.object(with: o.y, as: Album.self).artist = a1 }
+    }
+
+    /// What the context saves: Y to A1, or to A2 (and x retitled, so that the save is not
+    /// empty when the policy drops Y's change).
+    static func saved(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects, way: Way) {
+        c.object(with: o.y, as: Album.self).artist = c.object(with: way == .saved ? o.a1 : o.a2, as: Artist.self)
+        c.object(with: o.x, as: Album.self).title = "Retitled"
+    }
+
+    /// Reads what the test changes, as the context's user would have.
+    static func read(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects) {
+        for artist in [o.a1, o.a2] { _ = c.object(with: artist, as: Artist.self).albums.count }
+        _ = (c.object(with: o.a1, as: Artist.self).name, c.object(with: o.y, as: Album.self).artist)
+    }
+
+    /// After the first save: A1 shows "Ours", pending on the name it was read with.
+    static func expectOursPending(_ context: ObjectContext, _ o: ConstraintTests.Objects,
+                                  sourceLocation: SourceLocation = #_sourceLocation) async {
+        let (name, read, changed, problems) = await context.perform { c in
+            let a1 = c.object(with: o.a1, as: Artist.self)
+            return (a1.name, a1.committedValues?["name"], Array(a1.changedValues.keys), relationshipDisagreements(c))
+        }
+        #expect(name == "Ours" && changed == ["name"], "A1 shows \(String(describing: name)), changed \(changed)", sourceLocation: sourceLocation)
+        #expect(read == .string("One"), "A1's name is based on what was read: \(String(describing: read))", sourceLocation: sourceLocation)
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+    }
+
+    /// The second save, under `policy`: `error` reports the conflict on A1's name and
+    /// changes nothing; the others resolve it. Returns the name saved, read by `saved`.
+    static func expectSecondSave(_ context: ObjectContext, policy: MergePolicy, _ o: ConstraintTests.Objects,
+                                 saved: @Sendable () async -> Value?, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await context.setMergePolicy(policy)
+        if policy == .error {
+            let error = await #expect(throws: StoreError.self, sourceLocation: sourceLocation) { try await context.save() }
+            #expect(error?.code == .conflict, "\(String(describing: error))", sourceLocation: sourceLocation)
+            let conflict = error?.conflicts.first { $0.object == o.a1 && $0.key == "name" }
+            #expect(conflict?.base == .string("One") && conflict?.ours == .string("Ours") && conflict?.theirs == .string("Theirs"),
+                    "\(String(describing: error?.conflicts))", sourceLocation: sourceLocation)
+            #expect(await saved() == .string("Theirs"), "nothing saved", sourceLocation: sourceLocation)
+            return
+        }
+        await #expect(throws: Never.self, sourceLocation: sourceLocation) { try await context.save() }
+        let kept: Value = .string(policy == .storeWins ? "Theirs" : "Ours")
+        #expect(await saved() == kept, sourceLocation: sourceLocation)
+        let (name, pending, problems) = await context.perform { c in
+            (c.object(with: o.a1, as: Artist.self).name, c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(name.map(Value.string) == kept && !pending, "A1 shows \(String(describing: name)), pending: \(pending)", sourceLocation: sourceLocation)
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+    }
+
+    @Test("a root context's key changed while its save ran, changed by another save since the read, is a conflict for the next save",
+          arguments: cases, policies)
+    @MainActor
+    func rootContext(_ firstSave: (Way, MergePolicy), policy: MergePolicy) async throws {
+        let (way, firstPolicy) = firstSave
+        let directory = TemporaryDirectory("strata-changed-during-save")
+        defer { directory.remove() }
+        let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
+        let o = try await seedSongbook(store)
+        let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
+        // On the main actor, so that its save waits for durability without holding the
+        // context: the change below is made while the save is in flight.
+        let context = ObjectContext(coordinator: coordinator, executor: .main, name: "editor")
+        await context.perform { c in Self.read(c, o) }
+        let other = ObjectContext(coordinator: coordinator, name: "other")
+        await other.perform { c in Self.otherSide(c, o, way: way) }
+        try await other.save()
+        await context.perform { c in Self.saved(c, o, way: way) }
+        hold.arm()
+        let saving = Task { @MainActor in try await context.save(mergePolicy: firstPolicy) }
+        #expect(await signalled(hold.reached), "the save reached its sync")
+        await context.perform { c in c.object(with: o.a1, as: Artist.self).name = "Ours" }
+        hold.open()
+        _ = try await withTimeout(30, "the save") { try await saving.value }
+        #expect(store.currentGeneration.value(o.y, "artist") == .object(o.a1))
+        await Self.expectOursPending(context, o)
+        await Self.expectSecondSave(context, policy: policy, o) { store.currentGeneration.value(o.a1, "name") }
+        #expect(store.currentGeneration.integrityProblems().isEmpty, "\(store.currentGeneration.integrityProblems())")
+        await store.close()
+    }
+
+    @Test("a child's key changed while its save ran, changed by its parent since the read, is a conflict for the next save",
+          arguments: cases, policies)
+    func childContext(_ firstSave: (Way, MergePolicy), policy: MergePolicy) async throws {
+        let (way, firstPolicy) = firstSave
+        let inFlight = SaveInFlight(of: "editor")
+        let f = try await ChildFixture(parent: "view", child: "editor", observer: inFlight.observer)
+        let (o, view, editor) = (f.objects, f.parent, f.child)
+        await editor.setMergePolicy(firstPolicy)
+        await editor.perform { c in Self.read(c, o) }
+        await view.perform { c in Self.otherSide(c, o, way: way) }
+        await editor.perform { c in Self.saved(c, o, way: way) }
+        let failure = await inFlight.save(editor, holding: view) {
+            await editor.perform { c in c.object(with: o.a1, as: Artist.self).name = "Ours" }
+        }
+        #expect(failure == nil, "\(String(describing: failure))")
+        let artist = await view.perform { c in c.object(with: o.y, as: Album.self).artist?.objectID }
+        #expect(artist == o.a1)
+        await Self.expectOursPending(editor, o)
+        await Self.expectSecondSave(editor, policy: policy, o) {
+            await view.perform { c in c.object(with: o.a1, as: Artist.self).name.map(Value.string) }
+        }
+        let problems = await view.perform { c in relationshipDisagreements(c) }
+        #expect(problems.isEmpty, "view: \(problems)")
+        await #expect(throws: Never.self) { try await view.save() }
+        await f.close()
+    }
+}
