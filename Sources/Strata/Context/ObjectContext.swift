@@ -352,7 +352,9 @@ public actor ObjectContext {
     }
 
     /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on
-    /// top; without, they are dropped and the object becomes a fault. Dropping a relationship
+    /// top, based on the values read now (a key another save changed since the object was
+    /// read is no longer a conflict for the next save: the change is made on the newer
+    /// value, as in Core Data); without, they are dropped and the object becomes a fault. Dropping a relationship
     /// change takes back what it did on the other side too, as setting the relationship back
     /// would: the objects the object left get it back, those it joined lose it (an object that
     /// moved over from a third one is left without it; the third has let it go). An object deleted here
