@@ -405,14 +405,17 @@ extension ObjectGraph {
                 // read changed it, or the parent did), the next save must report that conflict
                 // or resolve it by its policy: the key's base stays, and so does the base
                 // version, so that the store compares it; a rollback takes the saved row. A list
-                // takes the other side's change under its own instead. (Based on what was saved,
+                // takes the other side's change under its own instead, and a key set back to
+                // what was read is no change: it takes what was saved. (Based on what was saved,
                 // a name changed here while the save ran overwrote, without a conflict, the name
                 // another save had given the artist since this context read it.)
                 let outcome = newBase
                 var inConflict = false
                 if let read = object.base {
                     for index in object.changedKeys.union(setDuringSave).subtracting(keys).sorted() where newBase[index] != read[index] {
-                        if relationships[object.entityIndex][index]?.isToMany == true {
+                        if object.storage[index] == read[index] {
+                            object.storage[index] = newBase[index]  // set back to what was read: no change of its own
+                        } else if relationships[object.entityIndex][index]?.isToMany == true {
                             object.storage[index] = Value.mergedList(base: read[index], ours: object.storage[index], theirs: newBase[index])
                         } else {
                             newBase[index] = read[index]

@@ -89,9 +89,61 @@ import Testing
           arguments: cases, policies)
     @MainActor
     func rootContext(_ firstSave: (Way, MergePolicy), policy: MergePolicy) async throws {
+        let (r, o) = try await Self.rootSave(firstSave, setBack: false)
+        await Self.expectOursPending(r.context, o)
+        await Self.expectSecondSave(r.context, policy: policy, o) { r.store.currentGeneration.value(o.a1, "name") }
+        await r.close()
+    }
+
+    @Test("a root context's key set and set back while its save ran shows what was saved, and nothing is pending")
+    @MainActor
+    func rootContextSetBack() async throws {
+        let (r, o) = try await Self.rootSave((.saved, .error), setBack: true)
+        await Self.expectTheirsShown(r.context, o)
+        #expect(r.store.currentGeneration.value(o.a1, "name") == .string("Later"))
+        await r.close()
+    }
+
+    @Test("a child's key set and set back while its save ran shows what was saved, and nothing is pending")
+    func childContextSetBack() async throws {
+        let (f, view) = try await Self.childSave((.saved, .error), setBack: true)
+        await Self.expectTheirsShown(f.child, f.objects)
+        let name = await view.perform { c in c.object(with: f.objects.a1, as: Artist.self).name }
+        #expect(name == "Later")
+        await f.close()
+    }
+
+    /// After the first save: A1 shows "Theirs", as saved, with nothing pending — and based on
+    /// it: a name given now saves without a conflict.
+    static func expectTheirsShown(_ context: ObjectContext, _ o: ConstraintTests.Objects, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let (name, pending, problems) = await context.perform { c in
+            (c.object(with: o.a1, as: Artist.self).name, c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(name == "Theirs" && !pending, "A1 shows \(String(describing: name)), pending: \(pending)", sourceLocation: sourceLocation)
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+        await context.perform { c in c.object(with: o.a1, as: Artist.self).name = "Later" }
+        await #expect(throws: Never.self, sourceLocation: sourceLocation) { try await context.save(mergePolicy: .error) }
+    }
+
+    /// A store and a root context on the main actor.
+    struct Root {
+        let directory: TemporaryDirectory
+        let store: Store
+        let context: ObjectContext
+
+        func close(sourceLocation: SourceLocation = #_sourceLocation) async {
+            let problems = store.currentGeneration.integrityProblems()
+            #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+            await store.close()
+            directory.remove()
+        }
+    }
+
+    /// `saved(...)`, saved by a root context while it sets A1's name (and back, with `setBack`).
+    @MainActor
+    static func rootSave(_ firstSave: (Way, MergePolicy), setBack: Bool) async throws -> (Root, ConstraintTests.Objects) {
         let (way, firstPolicy) = firstSave
         let directory = TemporaryDirectory("strata-changed-during-save")
-        defer { directory.remove() }
         let (store, hold) = try StoreWinsInFlightTests.storeHoldingSyncs(in: directory)
         let o = try await seedSongbook(store)
         let coordinator = Coordinator(store: store, modelClasses: [Artist.self, Album.self, Song.self])
@@ -106,19 +158,37 @@ import Testing
         hold.arm()
         let saving = Task { @MainActor in try await context.save(mergePolicy: firstPolicy) }
         #expect(await signalled(hold.reached), "the save reached its sync")
-        await context.perform { c in c.object(with: o.a1, as: Artist.self).name = "Ours" }
+        await context.perform { c in Self.changeName(c, o, setBack: setBack) }
         hold.open()
         _ = try await withTimeout(30, "the save") { try await saving.value }
         #expect(store.currentGeneration.value(o.y, "artist") == .object(o.a1))
-        await Self.expectOursPending(context, o)
-        await Self.expectSecondSave(context, policy: policy, o) { store.currentGeneration.value(o.a1, "name") }
-        #expect(store.currentGeneration.integrityProblems().isEmpty, "\(store.currentGeneration.integrityProblems())")
-        await store.close()
+        return (Root(directory: directory, store: store, context: context), o)
+    }
+
+    /// What the user does while the save is in flight.
+    static func changeName(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects, setBack: Bool) {
+        let a1 = c.object(with: o.a1, as: Artist.self)
+        a1.name = "Ours"
+        if setBack { a1.name = "One" }
     }
 
     @Test("a child's key changed while its save ran, changed by its parent since the read, is a conflict for the next save",
           arguments: cases, policies)
     func childContext(_ firstSave: (Way, MergePolicy), policy: MergePolicy) async throws {
+        let (f, view) = try await Self.childSave(firstSave, setBack: false)
+        let (o, editor) = (f.objects, f.child)
+        await Self.expectOursPending(editor, o)
+        await Self.expectSecondSave(editor, policy: policy, o) {
+            await view.perform { c in c.object(with: o.a1, as: Artist.self).name.map(Value.string) }
+        }
+        let problems = await view.perform { c in relationshipDisagreements(c) }
+        #expect(problems.isEmpty, "view: \(problems)")
+        await #expect(throws: Never.self) { try await view.save() }
+        await f.close()
+    }
+
+    /// `saved(...)`, saved by a child while it sets A1's name (and back, with `setBack`).
+    static func childSave(_ firstSave: (Way, MergePolicy), setBack: Bool) async throws -> (ChildFixture, ObjectContext) {
         let (way, firstPolicy) = firstSave
         let inFlight = SaveInFlight(of: "editor")
         let f = try await ChildFixture(parent: "view", child: "editor", observer: inFlight.observer)
@@ -128,18 +198,11 @@ import Testing
         await view.perform { c in Self.otherSide(c, o, way: way) }
         await editor.perform { c in Self.saved(c, o, way: way) }
         let failure = await inFlight.save(editor, holding: view) {
-            await editor.perform { c in c.object(with: o.a1, as: Artist.self).name = "Ours" }
+            await editor.perform { c in Self.changeName(c, o, setBack: setBack) }
         }
         #expect(failure == nil, "\(String(describing: failure))")
         let artist = await view.perform { c in c.object(with: o.y, as: Album.self).artist?.objectID }
         #expect(artist == o.a1)
-        await Self.expectOursPending(editor, o)
-        await Self.expectSecondSave(editor, policy: policy, o) {
-            await view.perform { c in c.object(with: o.a1, as: Artist.self).name.map(Value.string) }
-        }
-        let problems = await view.perform { c in relationshipDisagreements(c) }
-        #expect(problems.isEmpty, "view: \(problems)")
-        await #expect(throws: Never.self) { try await view.save() }
-        await f.close()
+        return (f, view)
     }
 }
