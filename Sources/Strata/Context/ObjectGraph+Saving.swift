@@ -1585,7 +1585,11 @@ extension ObjectGraph {
     /// Objects holding no change that took a merged save's values (`taken`, with the values
     /// they held): a member the save added to one of their lists that holds a change of its
     /// own here, naming another object, is let go of — the change pending here decides, as
-    /// the next save will send it. A change can name another object while the list held
+    /// the next save will send it. So is an object a to-one of theirs now names whose list
+    /// holds a change here that leaves them out. (A child's album, whose move the parent's
+    /// announcement had made its base, went back to its artist when the parent rolled back;
+    /// the artist kept its pending list without the album, the next save sent it, and the
+    /// parent's save was refused as an inverse violation.) A change can name another object while the list held
     /// here never listed the member: a child read both objects through this context after
     /// the commit, which this context had not merged yet, and moved the member away; its
     /// save took the member out of a list that did not hold it — no change here — and the
@@ -1595,7 +1599,16 @@ extension ObjectGraph {
         guard !updated.isEmpty else { return }
         for (object, before) in taken where object.lifecycle == .persistent {
             for (index, info) in relationships[object.entityIndex].enumerated() {
-                guard let info, case .objects(let ids) = object.storage[index], object.storage[index] != before[index] else { continue }
+                guard let info, object.storage[index] != before[index] else { continue }
+                if case .object(let id) = object.storage[index] {
+                    guard let owner = registered[id], owner.isLoaded, owner.lifecycle == .persistent,
+                        owner.changedKeys.contains(info.inverseIndex),
+                        !owner.storage[info.inverseIndex].refers(to: object.objectID)
+                    else { continue }
+                    letGo(of: id, in: object, at: index)
+                    continue
+                }
+                guard case .objects(let ids) = object.storage[index] else { continue }
                 // Looked up in a set when the list is long (a list of 200,000 songs gaining one).
                 let old = before[index].referencedObjects
                 let oldSet: Set<ObjectID>? = old.count > 16 ? Set(old) : nil
