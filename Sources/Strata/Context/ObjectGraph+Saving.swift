@@ -1823,7 +1823,10 @@ extension ObjectGraph {
                                 object.storage[index] = value
                                 pendingNotification.refreshed.insert(id)
                             } else if info!.isToMany {
-                                object.storage[index] = Value.mergedList(base: read, ours: object.storage[index], theirs: value)
+                                let merged = Value.mergedList(base: read, ours: object.storage[index], theirs: value)
+                                // What the list shows changed too: reported, as a merge's is.
+                                if merged != object.storage[index] { pendingNotification.refreshed.insert(id) }
+                                object.storage[index] = merged
                             }
                             if object.storage[index] == value { object.changedKeys.remove(index) }
                             setTracking(object)

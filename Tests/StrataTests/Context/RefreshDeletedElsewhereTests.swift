@@ -131,4 +131,43 @@ import Testing
         #expect(a2Albums.isEmpty, "a2 lists \(a2Albums)")
         #expect(problems.isEmpty, "\(problems)")
     }
+
+    @Test("a list whose base lets go of an object refreshed away takes the parent's other changes under its own, and says so",
+          arguments: [true, false])
+    func listMergedWhenBaseLetsGo(mergeChanges: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, view, editor) = (f.objects, f.parent, f.child)
+        // a1 lists x and y.
+        await view.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self) }
+        try await view.save()
+        // The editor reads x and moves y to a2: a1 lists x, a change of its own.
+        await editor.perform { c in
+            _ = c.object(with: o.x, as: Album.self).title
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+        }
+        // The view deletes x (and its song) and gives a1 a new album w: a1 lists y and w there.
+        let w = await view.perform { c -> ObjectID in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+            let w = c.insert(Album.self)
+            w.albumID = 77
+            w.title = "New"
+            w.artist = c.object(with: o.a1, as: Artist.self)
+            return w.objectID
+        }
+        let changes = editor.objectsDidChange()
+        await editor.perform { c in c.refresh(c.object(with: o.x), mergeChanges: mergeChanges) }
+        let posted = try await postedChanges(changes, of: editor)
+        // a1 lets go of x, as the view does, and takes w under its own change: it lists w.
+        let (albums, problems) = await editor.perform { c in
+            (c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), relationshipDisagreements(c))
+        }
+        #expect(albums == [w], "a1 lists \(albums)")
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(posted.contains { reported($0).contains(o.a1) }, "a1's change is reported: \(posted)")
+        await #expect(throws: Never.self) { try await editor.save() }
+        await #expect(throws: Never.self) { try await view.save() }
+        #expect(f.store.currentGeneration.value(o.a1, "albums") == .objects([w]))
+        await f.close()
+    }
 }
