@@ -354,12 +354,13 @@ public actor ObjectContext {
     /// Reloads an object from the parent: with `mergeChanges`, its unsaved changes stay on
     /// top, based on the values read now (a key another save changed since the object was
     /// read is no longer a conflict for the next save: the change is made on the newer
-    /// value, as in Core Data); without, they are dropped and the object becomes a fault. Dropping a relationship
-    /// change takes back what it did on the other side too, as setting the relationship back
-    /// would: the objects the object left get it back, those it joined lose it (an object that
-    /// moved over from a third one is left without it; the third has let it go). An object deleted here
-    /// stays deleted either way (its delete rules changed other objects: ``rollback()``
-    /// takes a deletion back); it takes the parent's current values.
+    /// value, as in Core Data); without, they are dropped and the object becomes a fault.
+    /// Dropping a relationship change takes back what it did on the other side too, as
+    /// setting the relationship back would: the objects the object left get it back, those
+    /// it joined lose it (an object that moved over from a third one is left without it; the
+    /// third has let it go). An object deleted here stays deleted either way (its delete
+    /// rules changed other objects: ``rollback()`` takes a deletion back); it takes the
+    /// parent's current values.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         precondition(object.graph === graph, "refresh: \(object.objectID) belongs to another context")
         graph.refresh(object, mergeChanges: mergeChanges)

@@ -1589,11 +1589,11 @@ extension ObjectGraph {
     /// holds a change here that leaves them out. (A child's album, whose move the parent's
     /// announcement had made its base, went back to its artist when the parent rolled back;
     /// the artist kept its pending list without the album, the next save sent it, and the
-    /// parent's save was refused as an inverse violation.) A change can name another object while the list held
-    /// here never listed the member: a child read both objects through this context after
-    /// the commit, which this context had not merged yet, and moved the member away; its
-    /// save took the member out of a list that did not hold it — no change here — and the
-    /// merge then listed it again on the object it had left.
+    /// parent's save was refused as an inverse violation.) A change can name another object
+    /// while the list held here never listed the member: a child read both objects through
+    /// this context after the commit, which this context had not merged yet, and moved the
+    /// member away; its save took the member out of a list that did not hold it — no change
+    /// here — and the merge then listed it again on the object it had left.
     private func yieldToPendingInverses(_ taken: [(object: ManagedObject, before: [Value])]) {
         // No object holds a change here (a view merging an import, mostly): nothing to yield to.
         guard !updated.isEmpty else { return }
