@@ -6,9 +6,10 @@ import Testing
 /// value the context read before. When the save ends, the object is based again on what the
 /// save leaves (the committed row, or the parent's): if another save changed that key since
 /// the read, the next save must report the conflict, or resolve it by its merge policy —
-/// never overwrite the other save's value silently. Two ways in: the object is part of the
-/// save (its other changes are sent), or the save only reaches it through a relationship
-/// whose value the merge policy kept against the one sent. (Based on the newer value, the
+/// never overwrite the other save's value silently. Three ways in: the object is part of the
+/// save (its other changes are sent), the save only reaches it through a relationship whose
+/// value the merge policy kept against the one sent, or it lists again an object whose
+/// deletion the merge policy dropped. (Based on the newer value, the
 /// name given to artist A1 here while the save ran replaced the one another save had given
 /// it, without a conflict, under every policy.)
 @Suite struct ChangedDuringSaveConflictTests {
@@ -24,22 +25,29 @@ import Testing
         /// Y goes to A2, but the other side had given Y to A1, and the policy keeps that:
         /// the save reaches A1 only through Y.
         case reached
+        /// Y is deleted, but the other side had given Y to A1, and the policy keeps Y: A1,
+        /// which the deletion did not touch here, lists Y again.
+        case deletionKept
         var testDescription: String { rawValue }
     }
 
-    static let cases: [(Way, MergePolicy)] = [(.saved, .error)] + keepingTheirs.map { (.reached, $0) }
+    static let cases: [(Way, MergePolicy)] = [(.saved, .error)] + keepingTheirs.map { (.reached, $0) } + keepingTheirs.map { (.deletionKept, $0) }
 
     /// What the other side does to A1 (and, for `reached`, to Y) before the save.
     static func otherSide(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects, way: Way) {
         let a1 = c.object(with: o.a1, as: Artist.self)
         a1.name = "Theirs"
-        if way == .reached { c.object(with: o.y, as: Album.self).artist = a1 }
+        if way != .saved { c.object(with: o.y, as: Album.self).artist = a1 }
     }
 
-    /// What the context saves: Y to A1, or to A2 (and x retitled, so that the save is not
-    /// empty when the policy drops Y's change).
+    /// What the context saves: Y to A1, or to A2, or Y deleted (and x retitled, so that the
+    /// save is not empty when the policy drops Y's change).
     static func saved(_ c: isolated ObjectContext, _ o: ConstraintTests.Objects, way: Way) {
-        c.object(with: o.y, as: Album.self).artist = c.object(with: way == .saved ? o.a1 : o.a2, as: Artist.self)
+        if way == .deletionKept {
+            c.delete(c.object(with: o.y))
+        } else {
+            c.object(with: o.y, as: Album.self).artist = c.object(with: way == .saved ? o.a1 : o.a2, as: Artist.self)
+        }
         c.object(with: o.x, as: Album.self).title = "Retitled"
     }
 
