@@ -1187,7 +1187,7 @@ final class ObjectGraph {
             // side's without a conflict: a name changed here while a save ran replaced the one
             // another save had given the artist meanwhile.)
             let base = object.base
-            let conflicting = !keepingConflicts ? false : kept.contains { index, _ in
+            let conflicting = keepingConflicts && kept.contains { index, _ in
                 relationships[object.entityIndex][index]?.isToMany != true && base.map { row.values[index] != $0[index] } == true
             }
             object.storage = row.values
