@@ -37,6 +37,7 @@ import Testing
 
     @Test func opensLikeAnyOtherCheckpoint() async throws {
         let directory = TemporaryDirectory("large-checkpoint")
+        defer { directory.remove() }
         let model = try await Self.build(at: directory.path)
         let size = try fileSize(StoreLayout.join(directory.path, Self.checkpoint))
         try #require(size >= CheckpointDecoder.threadedMinimum, "the checkpoint (\(size) bytes) is too small to be decoded on a thread")
@@ -53,6 +54,7 @@ import Testing
     @Test(arguments: [0, 3, 6])
     func damageNamesTheRecordAndChangesNothing(record: Int) async throws {
         let directory = TemporaryDirectory("large-checkpoint-damage")
+        defer { directory.remove() }
         _ = try await Self.build(at: directory.path)
         var snapshot = try StoreSnapshot.read(directory.path)
         let rowRecords = FrameSpan.all(in: snapshot.files[Self.checkpoint]!).filter { $0.type == RecordFormat.RecordType.checkpointRows.rawValue }
@@ -60,6 +62,7 @@ import Testing
         let damaged = rowRecords[record]
         flip(&snapshot.files[Self.checkpoint]!, at: damaged.offset + damaged.length / 2)
         let scratch = TemporaryDirectory("large-checkpoint-damaged")
+        defer { scratch.remove() }
         try snapshot.write(to: scratch.path)
         var state = ReplayedState()
         let error = #expect(throws: StoreError.self) {
@@ -86,6 +89,7 @@ import Testing
 
     @Test func aRefusedRowStopsTheDecoder() async throws {
         let directory = TemporaryDirectory("large-checkpoint-refused")
+        defer { directory.remove() }
         _ = try await Self.build(at: directory.path)
         for refuse in [1, 2, 9, 30, Self.count] {
             var target = RefusingTarget(refuse: refuse)

@@ -170,6 +170,8 @@ public enum FuzzTargets {
                 return (before, reported, store.currentGeneration, error)
             }
         }
+        // The input is written again for each call: nothing is left behind between calls.
+        unlink(path)
         if let failure = outcome.failure, outcome.after.transaction != outcome.before + UInt64(outcome.reported) {
             preconditionFailure("an import that failed (\(failure)) after \(outcome.reported) reported commits left the store at transaction \(outcome.after.transaction), not \(outcome.before + UInt64(outcome.reported))")
         }
