@@ -166,21 +166,40 @@ extension ObjectGraph {
     /// The parent dropped changes this context had saved into it (a stack's writer whose save
     /// to the store was refused): the objects named show the parent's state again — saved
     /// values reloaded under this context's own pending changes, saved insertions gone,
-    /// saved deletions undone (see ``reloadFromParent(_:unheld:)``).
-    func parentDropped(_ ids: [ObjectID]) -> DidSave { reloadFromParent(ids, unheld: \.invalidated) }
+    /// saved deletions undone (see ``reloadFromParent(_:unheld:handed:)``). `handed`: the
+    /// keys of each object the parent held changed (what this context had saved into it).
+    func parentDropped(_ ids: [ObjectID], handed: [ObjectID: Set<Int>] = [:]) -> DidSave {
+        reloadFromParent(ids, unheld: \.invalidated, handed: handed)
+    }
 
     /// The parent holds other values than this context saved into it for conflicting keys (a
     /// stack's writer whose save to the store kept another commit's values for them): their
     /// objects, and those a conflicting relationship's values refer to, show the parent's
     /// values again, under this context's own pending changes — keys changed again since
     /// they were saved keep the newer values, for the next save (see
-    /// ``reloadFromParent(_:unheld:)``).
-    func parentKept(_ conflicts: [Conflict]) -> DidSave {
+    /// ``reloadFromParent(_:unheld:handed:)``). `handed`: the keys of each object the parent
+    /// held changed when its save met the conflicts (what this context had saved into it).
+    func parentKept(_ conflicts: [Conflict], handed: [ObjectID: Set<Int>] = [:]) -> DidSave {
         var ids = Set(conflicts.map(\.object))
+        var handed = handed
         for conflict in conflicts {
             for value in [conflict.base, conflict.ours, conflict.theirs] { ids.formUnion(value.map(Self.targets) ?? []) }
+            if let key = conflict.key, let entity = schema.entityIndex(of: conflict.object),
+               let index = schema.layout.entities[entity].propertyNames.firstIndex(of: key) {
+                handed[conflict.object, default: []].insert(index)
+            }
         }
-        return reloadFromParent(ids.sorted(), unheld: \.merged)
+        return reloadFromParent(ids.sorted(), unheld: \.merged, handed: handed)
+    }
+
+    /// The keys changed here and not yet saved, by object: what a parent hands
+    /// ``parentKept(_:handed:)`` and ``parentDropped(_:handed:)`` of a child.
+    func pendingKeys() -> [ObjectID: Set<Int>] {
+        var keys: [ObjectID: Set<Int>] = [:]
+        for id in updated {
+            if let object = registered[id], !object.changedKeys.isEmpty { keys[id] = object.changedKeys }
+        }
+        return keys
     }
 
     /// One side of a relationship to put in step with an object back from a tombstone.
@@ -198,9 +217,20 @@ extension ObjectGraph {
     /// of each relationship stay in step (an album showing the artist the parent kept is
     /// listed by that artist, and no longer by the one it showed). Objects not held here are
     /// announced in `unheld` (live results may show them without holding them).
+    ///
+    /// `handed`, when the parent dropped or resolved changes this context had saved into it:
+    /// the keys of each object the parent held changed. Those take the parent's values as
+    /// their base, changes made here since kept on top (what became of the handed values was
+    /// reported with the parent's save). A key changed here since, which the parent did not
+    /// hold changed and whose row another commit changed meanwhile, keeps the base it was
+    /// changed on, as a merge under ``MergePolicy/error`` keeps it: the next save reports the
+    /// conflict. (Rebased on the parent's row, the next save wrote the change over the other
+    /// commit's value without a word.)
     /// - Returns: what the objects held here took, as a save for the children that follow
     ///   this context's merges (they read through it, and may hold what it showed before).
-    private func reloadFromParent(_ ids: [ObjectID], unheld: WritableKeyPath<ObjectsDidChange, Set<ObjectID>>) -> DidSave {
+    private func reloadFromParent(
+        _ ids: [ObjectID], unheld: WritableKeyPath<ObjectsDidChange, Set<ObjectID>>, handed: [ObjectID: Set<Int>]? = nil
+    ) -> DidSave {
         /// Lets go of `other` (or refers to it again) at key `index`, as a change of the
         /// object's own: where that is its base, nothing is pending.
         func apply(_ fixes: [InverseFix], to object: ManagedObject) {
@@ -227,7 +257,11 @@ extension ObjectGraph {
             let wasGone = object.lifecycle == .deletedElsewhere
             switch object.lifecycle {
             case .persistent, .deleted:
-                refresh(object, mergeChanges: true)
+                if let handed {
+                    refresh(object, mergeChanges: true, keepingConflicts: true, rebasing: handed[id] ?? [])
+                } else {
+                    refresh(object, mergeChanges: true)
+                }
             case .deletedElsewhere:
                 object.missingWhenLoaded = true  // the deletion is undone: back when in the view
                 reviveIfPresent(object)

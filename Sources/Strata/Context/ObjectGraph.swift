@@ -1147,8 +1147,13 @@ final class ObjectGraph {
     /// shows, when the caller reads other objects from the same state (read now otherwise).
     /// `keepingConflicts`, for the reads a save makes on its own (not a refresh the caller
     /// asks for, whose changes take the newer values as their base): a key changed here that
-    /// the row changed too keeps the base it was changed on, for the next save to report.
-    func refresh(_ object: ManagedObject, mergeChanges: Bool, from source: ContextView? = nil, keepingConflicts: Bool = false) {
+    /// the row changed too keeps the base it was changed on, for the next save to report —
+    /// but for the keys in `handed` (saved into the parent, which reported what became of
+    /// them), which take the row's values as their base.
+    func refresh(
+        _ object: ManagedObject, mergeChanges: Bool, from source: ContextView? = nil, keepingConflicts: Bool = false,
+        rebasing handed: Set<Int> = []
+    ) {
         guard object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .deleted else { return }
         let before = object.storage
         guard let row = (source ?? link.sourceView()).row(object.objectID) else {
@@ -1188,10 +1193,12 @@ final class ObjectGraph {
             // another save had given the artist meanwhile.)
             let base = object.base
             let conflicting = keepingConflicts && kept.contains { index, _ in
-                relationships[object.entityIndex][index]?.isToMany != true && base.map { row.values[index] != $0[index] } == true
+                !handed.contains(index) && relationships[object.entityIndex][index]?.isToMany != true
+                    && base.map { row.values[index] != $0[index] } == true
             }
             object.storage = row.values
             if conflicting {
+                for index in handed where object.base != nil { object.base![index] = row.values[index] }
                 object.mergedRowInConflict = (row.values, row.version)
             } else {
                 object.base = row.values

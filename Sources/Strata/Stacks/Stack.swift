@@ -321,9 +321,12 @@ public final class Stack: Sendable {
             // again from the writer, which holds the store's values now — keys it changed
             // again since it handed them over keep the newer values, for its next save — with
             // the objects on the other side of their relationships.
+            // What the view had handed the writer: those keys show what became of them; other
+            // keys the view changed since keep their conflicts with the store, for its next save.
+            let handed = await writerContext.perform { context in context.graph.pendingKeys() }
             do throws(StoreError) {
                 let retry = try await writerContext.saveResolvingConflicts(mergePolicy: .storeWins)
-                await view.perform { context in context.parentChanged { $0.parentKept(error.conflicts + retry.resolved) } }
+                await view.perform { context in context.parentChanged { $0.parentKept(error.conflicts + retry.resolved, handed: handed) } }
                 return WriterSaveOutcome(transaction: retry.transaction, error: Self.conflictKept(error, retried: retry.resolved))
             } catch let retry {
                 return await refused(retry, writerContext, view: view)
@@ -359,12 +362,13 @@ public final class Stack: Sendable {
     /// the store's state for them again.
     private static func refused(_ error: StoreError, _ writerContext: ObjectContext, view: ObjectContext) async -> WriterSaveOutcome {
         guard !endsSaving(error) else { return WriterSaveOutcome(transaction: nil, error: error) }
-        let dropped = await writerContext.perform { context in
+        let (dropped, handed) = await writerContext.perform { context in
             let ids = (context.insertedObjects + context.updatedObjects + context.deletedObjects).map(\.objectID).sorted()
+            let handed = context.graph.pendingKeys()
             context.rollback()
-            return ids
+            return (ids, handed)
         }
-        await view.perform { context in context.parentChanged { $0.parentDropped(dropped) } }
+        await view.perform { context in context.parentChanged { $0.parentDropped(dropped, handed: handed) } }
         return WriterSaveOutcome(transaction: nil, error: error, droppedObjects: dropped)
     }
 

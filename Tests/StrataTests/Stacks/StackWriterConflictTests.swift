@@ -352,6 +352,94 @@ import Testing
         await h.close()
     }
 
+    @Test("a key the view changed after handing the writer its object, which another commit changed too, is reported by the next save, not written over the other commit's value",
+          arguments: presets)
+    func otherKeyChangedMeanwhileConflicts(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        let seeded = store.currentGeneration.value(o.a1, "createdAt")
+        let ours = Date(timeIntervalSince1970: 1_000), theirs = Date(timeIntervalSince1970: 2_000)
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "mine" }
+        try await stack.save(view)
+        // While the writer's save is held, the user changes another key of the artist, as the
+        // view shows it; another context commits both keys.
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).createdAt = ours }
+        try await h.commitElsewhere { c in
+            let artist = c.object(with: o.a1, as: Artist.self)
+            artist.name = "theirs"
+            artist.createdAt = theirs
+        }
+        gate.open()
+
+        let first = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(first.error?.code == .conflict && first.error?.conflicts.map(\.key) == ["name"], "\(String(describing: first.error))")
+        #expect(store.currentGeneration.value(o.a1, "createdAt") == .date(theirs))
+        let (name, date) = await view.perform { c in (c.object(with: o.a1, as: Artist.self).name, c.object(with: o.a1, as: Artist.self).createdAt) }
+        #expect(name == "theirs", "\(preset): the writer kept the store's name")
+        #expect(date == ours, "\(preset): the user's newer edit stays pending")
+
+        // The edit was made on the value the view showed before the other commit: the next
+        // save meets that commit's value in the writer, as a save of a context that had
+        // merged it would.
+        let error = await #expect(throws: StoreError.self, "\(preset)") { try await stack.save(view) }
+        let conflict = error?.conflicts.first { $0.object == o.a1 && $0.key == "createdAt" }
+        #expect(error?.code == .conflict && error?.conflicts.count == 1, "\(preset): \(String(describing: error))")
+        #expect(conflict?.base == seeded && conflict?.ours == .date(ours) && conflict?.theirs == .date(theirs),
+                "\(preset): \(String(describing: conflict))")
+        #expect(store.currentGeneration.value(o.a1, "createdAt") == .date(theirs), "\(preset): the other commit's value stays")
+        // The user decides: ours.
+        await view.perform { c in c.mergePolicy = .contextWins }
+        try await stack.save(view)
+        let second = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(second.error == nil, "\(preset): \(String(describing: second.error))")
+        #expect(store.currentGeneration.value(o.a1, "createdAt") == .date(ours) && store.currentGeneration.value(o.a1, "name") == .string("theirs"))
+        await h.close()
+    }
+
+    @Test("a key the view changed after handing the writer its object, which another commit changed too, is reported by the next save when the store refused the writer's save",
+          arguments: presets)
+    func otherKeyChangedMeanwhileConflictsAfterRefusal(_ preset: StackPreset) async throws {
+        let h = try await Gated(preset)
+        let (store, gate, stack, o, outcomes) = (h.store, h.gate, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        let seeded = store.currentGeneration.value(o.a1, "createdAt")
+        let seededID = store.currentGeneration.value(o.a1, "artistID")
+        let ours = Date(timeIntervalSince1970: 1_000), theirs = Date(timeIntervalSince1970: 2_000)
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).artistID = 99 }
+        try await stack.save(view)
+        // While the writer's save is held, the user changes another key of the artist; another
+        // context gives the unique ID to a2 and changes that key of a1 too.
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).createdAt = ours }
+        try await h.commitElsewhere { c in
+            c.object(with: o.a2, as: Artist.self).artistID = 99
+            c.object(with: o.a1, as: Artist.self).createdAt = theirs
+        }
+        gate.open()
+
+        let first = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(first.error?.code == .uniqueViolation && first.droppedObjects.contains(o.a1), "\(String(describing: first.error))")
+        let (id, date) = await view.perform { c in (c.object(with: o.a1, as: Artist.self).artistID, c.object(with: o.a1, as: Artist.self).createdAt) }
+        #expect(.int(Int64(id)) == seededID, "\(preset): the dropped ID is gone")
+        #expect(date == ours, "\(preset): the user's newer edit stays pending")
+
+        // Reported by the view's save where the writer holds the other commit's value (under
+        // `hybrid` it merged it), by the writer's save to the store where it does not.
+        let error: StoreError?
+        do {
+            try await stack.save(view)
+            error = await StackConsistencyTests.nextOutcome(outcomes)?.error
+        } catch let thrown {
+            error = thrown
+        }
+        let conflict = error?.conflicts.first { $0.object == o.a1 && $0.key == "createdAt" }
+        #expect(error?.code == .conflict && error?.conflicts.count == 1, "\(preset): \(String(describing: error))")
+        #expect(conflict?.base == seeded && conflict?.ours == .date(ours) && conflict?.theirs == .date(theirs),
+                "\(preset): \(String(describing: conflict))")
+        #expect(store.currentGeneration.value(o.a1, "createdAt") == .date(theirs), "\(preset): the other commit's value stays")
+        await h.close()
+    }
+
     @Test("nested: a conflicting key the writer's save gave the store's value stays so when the view hands the writer more of the object while that save is written")
     func keptValueSurvivesAChangeDuringTheSave() async throws {
         let directory = TemporaryDirectory("strata-stack-writer-conflict")
