@@ -1800,7 +1800,9 @@ extension ObjectGraph {
     func forgetReferences(toDeleted ids: [ObjectID], pending: Bool = false) {
         guard !ids.isEmpty else { return }
         let gone = Set(ids)
-        var candidates = inserted.union(updated)
+        // Objects pending deletion here too: what a rollback brings back must not name an
+        // object deleted elsewhere (see below).
+        var candidates = inserted.union(updated).union(deleted)
         if pending {
             // And the objects the deleted ones refer to here: letting go of them is not this
             // context's change either. (The parent may still show them referring to it: its
@@ -1832,7 +1834,17 @@ extension ObjectGraph {
             }
         }
         for id in candidates {
-            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
+            guard let object = registered[id], object.isLoaded else { continue }
+            if object.lifecycle == .deleted {
+                // A pending deletion lets go where a rollback would bring it back: its base (and
+                // the row kept with a conflict) as the parent reads it. (Left naming the deleted
+                // object, a song the view deleted while the writer's save of it was on its way
+                // came back, after the writer's save met the album's deletion and the view rolled
+                // back, on the album the store had deleted; nothing pending, nothing reloaded it.)
+                forgetReferences(toDeleted: gone, inPendingDeletion: object, shownAs: view.row(id)?.values)
+                continue
+            }
+            guard object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
             var shown: [Value]?? = .none
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
                 if let base = object.base, let readLessGone = without(base[index]) {
@@ -1868,6 +1880,28 @@ extension ObjectGraph {
                     }
                 }
                 if let kept = without(object.storage[index]) { setPrimitive(object, index: index, value: kept) }
+            }
+        }
+    }
+
+    /// The part of ``forgetReferences(toDeleted:pending:)`` for an object pending deletion
+    /// here: what it goes back to on a rollback — its base and the row kept with a conflict —
+    /// lets go of the objects in `gone`, taking the parent's value where the parent's row
+    /// (`shown`) lets go of them (nothing else is pending on a deleted object).
+    private func forgetReferences(toDeleted gone: Set<ObjectID>, inPendingDeletion object: ManagedObject, shownAs shown: [Value]?) {
+        func without(_ value: Value) -> Value? {
+            switch value {
+            case .object(let id) where gone.contains(id): .null
+            case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })
+            default: nil
+            }
+        }
+        for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+            let parents = shown.flatMap { without($0[index]) == nil ? $0[index] : nil }
+            if let read = object.base?[index], let lessGone = without(read) { object.base![index] = parents ?? lessGone }
+            if var kept = object.mergedRowInConflict, let lessGone = without(kept.values[index]) {
+                kept.values[index] = parents ?? lessGone
+                object.mergedRowInConflict = kept
             }
         }
     }

@@ -440,6 +440,43 @@ import Testing
         await h.close()
     }
 
+    @Test("a song the view deletes while the writer saves its insertion on an album another commit deletes comes back on no album when the view rolls back",
+          arguments: presets, [false, true])
+    func deletedSongRolledBackLetsGoOfDeletedAlbum(_ preset: StackPreset, started: Bool) async throws {
+        // Not started: the other commit reaches the writer and the view after the writer's
+        // save (by hand); started, whenever the stack merges it.
+        let h = try await Gated(preset, started: started)
+        let (store, stack, o, outcomes) = (h.store, h.stack, h.objects, h.outcomes)
+        let view = stack.viewContext
+        let song = await view.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(99)
+            song.title = "new"
+            song.milliseconds = 1000
+            song.album = c.object(with: o.y, as: Album.self)
+            return song.objectID
+        }
+        try await stack.save(view)
+        // While the writer's save is held, another context deletes the album, and the user
+        // deletes the song.
+        let deletion = try await h.commitElsewhere { c in c.delete(c.object(with: o.y, as: Album.self)) }
+        await view.perform { c in c.delete(c.object(with: song)) }
+        h.gate.open()
+
+        let outcome = try #require(await StackConsistencyTests.nextOutcome(outcomes))
+        #expect(outcome.error?.code == .conflict && outcome.error?.conflicts.map(\.object) == [o.y], "\(String(describing: outcome.error))")
+        #expect(store.currentGeneration.value(song, "album") == .null, "the writer saved the song on no album")
+        if !started { await h.mergeByHand(deletion) }
+        // The user changes their mind: the song comes back as the store has it.
+        await view.perform { c in c.rollback() }
+        let shown = await view.perform { c in c.object(with: song, as: Song.self).album?.objectID }
+        #expect(shown == nil, "\(preset): the song shows the album the store deleted: \(String(describing: shown))")
+        await h.expectWriterAndViewShow("the song on no album") { c in
+            c.object(with: song, as: Song.self).album == nil && !c.object(with: song).isDeleted
+        } describe: { c in "the song on \(String(describing: c.object(with: song, as: Song.self).album?.objectID))" }
+        await h.close()
+    }
+
     @Test("nested: a conflicting key the writer's save gave the store's value stays so when the view hands the writer more of the object while that save is written")
     func keptValueSurvivesAChangeDuringTheSave() async throws {
         let directory = TemporaryDirectory("strata-stack-writer-conflict")
