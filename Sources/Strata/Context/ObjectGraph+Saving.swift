@@ -1826,13 +1826,7 @@ extension ObjectGraph {
                 }
             }
         }
-        func without(_ value: Value) -> Value? {
-            switch value {
-            case .object(let id) where gone.contains(id): .null
-            case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })
-            default: nil
-            }
-        }
+        func without(_ value: Value) -> Value? { Self.value(value, without: gone) }
         for id in candidates {
             guard let object = registered[id], object.isLoaded else { continue }
             if object.lifecycle == .deleted {
@@ -1884,18 +1878,21 @@ extension ObjectGraph {
         }
     }
 
+    /// `value` less the objects in `gone`, or `nil` when it names none of them.
+    private static func value(_ value: Value, without gone: Set<ObjectID>) -> Value? {
+        switch value {
+        case .object(let id) where gone.contains(id): .null
+        case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })
+        default: nil
+        }
+    }
+
     /// The part of ``forgetReferences(toDeleted:pending:)`` for an object pending deletion
     /// here: what it goes back to on a rollback — its base and the row kept with a conflict —
     /// lets go of the objects in `gone`, taking the parent's value where the parent's row
     /// (`shown`) lets go of them (nothing else is pending on a deleted object).
     private func forgetReferences(toDeleted gone: Set<ObjectID>, inPendingDeletion object: ManagedObject, shownAs shown: [Value]?) {
-        func without(_ value: Value) -> Value? {
-            switch value {
-            case .object(let id) where gone.contains(id): .null
-            case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })
-            default: nil
-            }
-        }
+        func without(_ value: Value) -> Value? { Self.value(value, without: gone) }
         for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
             let parents = shown.flatMap { without($0[index]) == nil ? $0[index] : nil }
             if let read = object.base?[index], let lessGone = without(read) { object.base![index] = parents ?? lessGone }
