@@ -1835,7 +1835,7 @@ extension ObjectGraph {
                 // object, a song the view deleted while the writer's save of it was on its way
                 // came back, after the writer's save met the album's deletion and the view rolled
                 // back, on the album the store had deleted; nothing pending, nothing reloaded it.)
-                forgetReferences(toDeleted: gone, inPendingDeletion: object, shownAs: view.row(id)?.values)
+                forgetReferences(toDeleted: gone, inPendingDeletion: object)
                 continue
             }
             guard object.lifecycle == .persistent || object.lifecycle == .inserted else { continue }
@@ -1889,15 +1889,13 @@ extension ObjectGraph {
 
     /// The part of ``forgetReferences(toDeleted:pending:)`` for an object pending deletion
     /// here: what it goes back to on a rollback — its base and the row kept with a conflict —
-    /// lets go of the objects in `gone`, taking the parent's value where the parent's row
-    /// (`shown`) lets go of them (nothing else is pending on a deleted object).
-    private func forgetReferences(toDeleted gone: Set<ObjectID>, inPendingDeletion object: ManagedObject, shownAs shown: [Value]?) {
-        func without(_ value: Value) -> Value? { Self.value(value, without: gone) }
+    /// lets go of the objects in `gone`, and only of them (what else the parent's row holds
+    /// is for the merges to bring, with the other sides of its relationships).
+    private func forgetReferences(toDeleted gone: Set<ObjectID>, inPendingDeletion object: ManagedObject) {
         for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-            let parents = shown.flatMap { without($0[index]) == nil ? $0[index] : nil }
-            if let read = object.base?[index], let lessGone = without(read) { object.base![index] = parents ?? lessGone }
-            if var kept = object.mergedRowInConflict, let lessGone = without(kept.values[index]) {
-                kept.values[index] = parents ?? lessGone
+            if let read = object.base?[index], let lessGone = Self.value(read, without: gone) { object.base![index] = lessGone }
+            if var kept = object.mergedRowInConflict, let lessGone = Self.value(kept.values[index], without: gone) {
+                kept.values[index] = lessGone
                 object.mergedRowInConflict = kept
             }
         }
