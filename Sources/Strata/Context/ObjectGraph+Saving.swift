@@ -185,7 +185,7 @@ extension ObjectGraph {
         for conflict in conflicts {
             for value in [conflict.base, conflict.ours, conflict.theirs] { ids.formUnion(value.map(Self.targets) ?? []) }
             if let key = conflict.key, let entity = schema.entityIndex(of: conflict.object),
-               let index = schema.layout.entities[entity].propertyNames.firstIndex(of: key) {
+               let index = schema.entities[entity].propertyIndex(named: key) {
                 handed[conflict.object, default: []].insert(index)
             }
         }

@@ -318,11 +318,10 @@ public final class Stack: Sendable {
             // they would refuse every later save.) The view handed the writer its own values
             // for those keys and shows them still: it may never merge that commit (under
             // `nested` it merges nothing), or merge it only later. So it reads the objects
-            // again from the writer, which holds the store's values now — keys it changed
-            // again since it handed them over keep the newer values, for its next save — with
-            // the objects on the other side of their relationships.
-            // What the view had handed the writer: those keys show what became of them; other
-            // keys the view changed since keep their conflicts with the store, for its next save.
+            // again from the writer, which holds the store's values now, with the objects on
+            // the other side of their relationships. The keys it had handed the writer (those
+            // the writer holds changed) take those values, a newer edit of them kept on top for
+            // its next save; other keys it changed since keep their conflicts with the store.
             let handed = await writerContext.perform { context in context.graph.pendingKeys() }
             do throws(StoreError) {
                 let retry = try await writerContext.saveResolvingConflicts(mergePolicy: .storeWins)
