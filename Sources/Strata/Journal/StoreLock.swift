@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 
 /// The single-writer lock of a store directory: an `flock` on its `lock` file, which
 /// records the holder's PID for the error a second writer gets.
@@ -15,7 +16,7 @@ struct StoreLock {
     let descriptor: FileDescriptor
     let path: String
 
-    /// Takes the lock or throws ``StoreError/Code/locked`` at once, naming the lock file and
+    /// Takes the lock or throws ``StoreError/Code/locked`` within 100 ms, naming the lock file and
     /// the holder's PID.
     static func acquire(directory: String, io: any FileIO, create: Bool) throws(StoreError) -> StoreLock {
         let path = StoreLayout.join(directory, StoreLayout.lockFile)
@@ -28,20 +29,22 @@ struct StoreLock {
             }
             throw StoreError.io(error, "opening the lock file")
         }
-        // A lock held only for an instant is retried a few times (about 20 ms in all): a
-        // process that starts a child copies its descriptors — the lock's included — until
-        // the child's exec closes them, so a store closed and reopened while another thread
-        // spawns a process can find its own old lock held for a moment. A real second
-        // writer still gets `locked` well within a blink.
+        // A lock held only for a moment is retried for up to 100 ms: a process that starts a
+        // child copies its descriptors — the lock's included — until the child's exec closes
+        // them, so a store closed and reopened while another thread spawns a process can find
+        // its own old lock still held. The copy usually lives microseconds, but on a loaded
+        // machine the child can wait tens of milliseconds for a processor before its exec. A
+        // real second writer still gets `locked` within a blink.
         var acquired = false
-        for attempt in 0..<10 {
+        let deadline = DispatchTime.now().uptimeNanoseconds + 100_000_000
+        while true {
             do {
                 acquired = try io.tryLock(fd)
             } catch {
                 io.close(fd)
                 throw StoreError.io(error, "locking the store")
             }
-            if acquired || attempt == 9 { break }
+            if acquired || DispatchTime.now().uptimeNanoseconds >= deadline { break }
             usleep(2_000)
         }
         guard acquired else {
