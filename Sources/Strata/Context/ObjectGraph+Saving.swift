@@ -326,11 +326,20 @@ extension ObjectGraph {
     /// Objects the parent no longer has — deleted there after this context read them, their
     /// changes dropped by the merge policy, or taken by the parent's delete rules as it
     /// applied the save — become tombstones, as merging the deletion would have made them;
-    /// one changed here since the save was captured is deleted in conflict instead.
+    /// one changed here since the save was captured is deleted in conflict instead. The
+    /// objects here that refer to the gone ones let go of them, as merging the parent's
+    /// deletion makes them.
     func markDeletedElsewhere(_ ids: [ObjectID]) {
+        var gone: [ObjectID] = []
+        defer {
+            // (Left naming them, an artist the child had read still listed the album the
+            // parent had deleted — a deleted object — and a song on it still showed it.)
+            forgetReferences(toDeleted: gone, pending: true)
+        }
         for id in ids {
             guard let object = registered[id] else {
                 pendingNotification.invalidated.insert(id)  // live results may show it without holding it
+                gone.append(id)
                 continue
             }
             guard object.lifecycle == .persistent else { continue }
@@ -344,6 +353,7 @@ extension ObjectGraph {
                 continue
             }
             makeTombstone(object)
+            gone.append(id)
         }
     }
 

@@ -113,6 +113,53 @@ import Testing
     }
 }
 
+extension DeletionConflictTests {
+    @Test("a child's save meeting its parent's deletion lets go of the deleted album everywhere: its artist and its song no longer name it, and nothing is pending",
+          arguments: [Tier.root, .mainRoot, .child], [MergePolicy.storeWins, .rollback, .contextWins])
+    func childSaveMeetingParentDeletionLetsGoOfIt(tier: Tier, policy: MergePolicy) async throws {
+        let f = try ContextFixture(tier)
+        let o = try await seedSongbook(f.store)
+        let child = ObjectContext(parent: f.context, name: "editor")
+        await child.setMergePolicy(policy)
+        // The child reads artist A1, its album X and X's song S, and renames X.
+        let read = await child.perform { c in
+            let x = c.object(with: o.x, as: Album.self)
+            x.title = "child's"
+            return (c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID)
+        }
+        #expect(read.0 == [o.x] && read.1 == o.x)
+        // The parent deletes S, then X (X's songs deny; X's artist nullify).
+        await f.context.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        // The rename of an album the parent deleted is dropped; the album is gone here too.
+        try await child.save()
+        let after = await child.perform { c in
+            (c.object(with: o.x).isDeleted, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.s, as: Song.self).album?.objectID, c.hasChanges)
+        }
+        #expect(after.0, "X is deleted in the child")
+        #expect(after.1 == [], "A1 lists no deleted album: \(after.1)")
+        #expect(after.2 == nil, "S names no deleted album: \(String(describing: after.2))")
+        #expect(!after.3, "letting go is the parent's doing, not a change of the child's")
+        // Nothing the child does next brings X back: a rollback, then a save of another key.
+        let rolledBack = await child.perform { c in
+            c.rollback()
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+            return c.object(with: o.a1, as: Artist.self).albums.map(\.objectID)
+        }
+        #expect(rolledBack == [])
+        try await child.save()
+        try await f.saveThrough()
+        let g = f.generation
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.object(o.x) == nil && g.object(o.s) == nil)
+        #expect(g.value(o.a1, "albums") == .objects([]) && g.value(o.a1, "name") == .string("renamed"))
+        await f.close()
+    }
+}
+
 /// A child's deletion meeting its parent's changes: deleting an object the parent changed
 /// since the child read it is a conflict, as the store reports one (a cascade from a stale
 /// read once deleted an album the parent had just given to another artist, without a word).

@@ -80,6 +80,47 @@ import Testing
         await f.close()
     }
 
+    /// An editor renames an album the view then deletes (with its song): the editor's save,
+    /// under `storeWins`, drops the rename and makes the album a tombstone. The artist and
+    /// the song the editor had read still named the deleted album — the artist listed a
+    /// deleted object — until the editor was dropped. They let go of it, and nothing is
+    /// pending.
+    @Test(arguments: StackPreset.allCases)
+    func anEditorsSaveMeetingTheViewsDeletionLetsGoOfTheDeletedAlbum(preset: StackPreset) async throws {
+        let f = try await Fixture(preset)
+        let o = f.objects
+        let editor = await f.stack.newEditorContext()
+        await editor.setMergePolicy(.storeWins)
+        let read = await editor.perform { c in
+            c.object(with: o.x, as: Album.self).title = "editor's"
+            return (c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID)
+        }
+        #expect(read.0 == [o.x] && read.1 == o.x)
+        await f.stack.viewContext.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        try await f.stack.save(editor)
+        let after = await editor.perform { c in
+            (c.object(with: o.x).isDeleted, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.s, as: Song.self).album?.objectID, c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(after.0 && after.1 == [] && after.2 == nil && !after.3,
+                "deleted \(after.0), A1.albums \(after.1), S.album \(String(describing: after.2)), pending \(after.3)")
+        #expect(after.4.isEmpty, "\(after.4)")
+        await editor.perform { c in c.object(with: o.a1, as: Artist.self).name = "renamed" }
+        try await f.stack.save(editor)
+        let problems = await f.stack.viewContext.perform { c in relationshipDisagreements(c) }
+        #expect(problems.isEmpty, "\(problems)")
+        try await f.stack.save(f.stack.viewContext)
+        await f.stack.close()
+        let g = f.store.currentGeneration
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.object(o.x) == nil && g.object(o.s) == nil && g.value(o.a1, "albums") == .objects([]))
+        #expect(g.value(o.a1, "name") == .string("renamed"))
+        f.directory.remove()
+    }
+
     /// Refreshing an album without merging, right after deleting one of its songs: the album
     /// went back to the parent's row, listing the deleted song, and the save was refused
     /// with `inverseViolation` (or smoothed over by a writer). The album lets go of the
