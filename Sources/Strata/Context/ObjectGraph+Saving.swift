@@ -373,6 +373,8 @@ extension ObjectGraph {
         -> (deletions: [ObjectID], values: [ObjectID: [Int]])
     {
         var keptValues: [ObjectID: [Int]] = [:]
+        /// Objects the store no longer has, their changes dropped by the merge policy.
+        var deletedConcurrently: [ObjectID] = []
         /// Adds objects that took other values here, with the keys, to what children take.
         func noteKept(_ changed: [ObjectID: [Int]]) {
             for (id, keys) in changed {
@@ -397,6 +399,7 @@ extension ObjectGraph {
                     // sent stayed there, and a child reloading the object kept it alive).
                     noteChanged(object)
                     pendingNotification.invalidated.insert(object.objectID)
+                    deletedConcurrently.append(object.objectID)
                     return
                 }
                 values = row.values
@@ -611,6 +614,10 @@ extension ObjectGraph {
             kept += taken.back
             noteKept(taken.changed)
         }
+        // What here names an object the store no longer has lets go of it, as merging the
+        // deletion makes it (an artist read before still listed an album another transaction
+        // had deleted, a deleted object, in a context that does not merge).
+        forgetReferences(toDeleted: deletedConcurrently, pending: true)
         if committed == nil {
             let gone = capture.deleted.filter { $0.lifecycle == .deletedElsewhere }.map(\.objectID)
             if !gone.isEmpty { forgetReferences(toDeleted: gone) }

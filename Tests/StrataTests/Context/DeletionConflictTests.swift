@@ -114,6 +114,44 @@ import Testing
 }
 
 extension DeletionConflictTests {
+    @Test("a save whose merge policy lets another transaction's deletion win lets go of the deleted album everywhere, in a context that does not merge",
+          arguments: [false, true], [MergePolicy.storeWins, .rollback, .contextWins, .overwrite])
+    func saveMeetingDeletionLetsGoOfIt(separateCoordinators: Bool, policy: MergePolicy) async throws {
+        let p = try Pair(separateCoordinators: separateCoordinators)
+        let o = try await seedSongbook(p.store)
+        await p.a.setMergePolicy(policy)
+        // a reads A1, its album X and X's song S, and renames X; b deletes S and X.
+        let read = await p.a.perform { c in
+            c.object(with: o.x, as: Album.self).title = "a's"
+            return (c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID)
+        }
+        #expect(read.0 == [o.x] && read.1 == o.x)
+        await p.b.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        try await p.b.save()
+        // a's rename of an album the store no longer has is dropped, under every policy.
+        try await p.a.save()
+        let after = await p.a.perform { c in
+            (c.object(with: o.x).isDeleted, c.object(with: o.a1, as: Artist.self).albums.map(\.objectID),
+             c.object(with: o.s, as: Song.self).album?.objectID, c.hasChanges, relationshipDisagreements(c))
+        }
+        #expect(after.0, "X is deleted in a")
+        #expect(after.1 == [] && after.2 == nil, "A1 lists \(after.1), S names \(String(describing: after.2))")
+        #expect(!after.3 && after.4.isEmpty, "pending \(after.3), \(after.4)")
+        // Nothing a does next brings X back.
+        await p.a.perform { c in
+            c.rollback()
+            c.object(with: o.a1, as: Artist.self).name = "renamed"
+        }
+        try await p.a.save()
+        let g = p.store.currentGeneration
+        #expect(g.integrityProblems().isEmpty, "\(g.integrityProblems())")
+        #expect(g.value(o.a1, "albums") == .objects([]) && g.value(o.a1, "name") == .string("renamed"))
+        await p.close()
+    }
+
     @Test("a child's save meeting its parent's deletion lets go of the deleted album everywhere: its artist and its song no longer name it, and nothing is pending",
           arguments: [Tier.root, .mainRoot, .child], [MergePolicy.storeWins, .rollback, .contextWins])
     func childSaveMeetingParentDeletionLetsGoOfIt(tier: Tier, policy: MergePolicy) async throws {
