@@ -1098,6 +1098,7 @@ final class ObjectGraph {
         unappliedWrites = []
         retireNumbers(of: inserted)
         for id in discardedDuringSave { saveEnded(for: id) }
+        var gone: [ObjectID] = []
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:
@@ -1114,9 +1115,11 @@ final class ObjectGraph {
                 guard object.lifecycle == .deleted || !object.changedKeys.isEmpty || object.keysSetDuringSave?.isEmpty == false,
                       object.base != nil else { continue }
                 if object.deletedInConflict {
-                    // Deleted elsewhere while it held the changes rolled back: a tombstone now.
+                    // Deleted elsewhere while it held the changes rolled back: a tombstone now,
+                    // which the objects naming it let go of (below).
                     if object.keysSetDuringSave != nil { object.keysSetDuringSave = [] }
                     makeTombstone(object)
+                    gone.append(object.objectID)
                     continue
                 }
                 if let merged = object.mergedRowInConflict {
@@ -1140,6 +1143,9 @@ final class ObjectGraph {
             }
         }
         pendingUniques = [:]
+        // Once every object has its values back. (An artist read before the album was deleted
+        // elsewhere, kept while it held changes, still listed the album, now deleted.)
+        forgetReferences(toDeleted: gone, pending: true)
     }
 
     /// Turns an object back into a fault (dropping its changes), or with `mergeChanges`

@@ -51,4 +51,43 @@ import Testing
         #expect(f.store.currentGeneration.object(o.a2) == nil && f.store.currentGeneration.object(o.y) == nil)
         await f.close()
     }
+
+    @Test("an album changed while the save renaming it is in flight, deleted in the parent meanwhile: a rollback makes it a tombstone nothing here names",
+          arguments: [MergePolicy.contextWins, .storeWins, .overwrite, .rollback])
+    func changedWhileTheParentHasDeletedIt(policy: MergePolicy) async throws {
+        let inFlight = SaveInFlight(of: "view")
+        let f = try await ChildFixture(parent: "writer", child: "view", observer: inFlight.observer)
+        let (o, parent, view) = (f.objects, f.parent, f.child)
+        await view.setMergePolicy(policy)
+        // The view reads a1, its album x and x's song s, and renames x; the parent deletes s
+        // and x.
+        await view.perform { c in
+            _ = c.object(with: o.a1, as: Artist.self).albums.count
+            _ = c.object(with: o.s, as: Song.self).album?.title
+            c.object(with: o.x, as: Album.self).title = "first"
+        }
+        await parent.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        // The view renames x again while its save is in flight: x is deleted in conflict.
+        let failure = await inFlight.save(view, holding: parent) {
+            await view.perform { c in c.object(with: o.x, as: Album.self).title = "second" }
+        }
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(await view.perform { c in shows(c, o.x) && c.hasChanges }, "x is kept with its change for the next save")
+        await view.rollback()
+        let rolledBack = await view.perform { c in
+            (shows(c, o.x), c.object(with: o.a1, as: Artist.self).albums.map(\.objectID), c.object(with: o.s, as: Song.self).album?.objectID,
+             relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(!rolledBack.0, "after a rollback, the view shows x, which its parent deleted")
+        #expect(rolledBack.1 == [] && rolledBack.2 == nil, "a1 lists \(rolledBack.1), s names \(String(describing: rolledBack.2))")
+        #expect(rolledBack.3.isEmpty && !rolledBack.4, "\(rolledBack.3), changes left \(rolledBack.4)")
+        await view.perform { c in c.object(with: o.a1, as: Artist.self).name = "renamed" }
+        try await view.save()
+        try await parent.save()
+        #expect(f.store.currentGeneration.object(o.x) == nil && f.store.currentGeneration.value(o.a1, "albums") == .objects([]))
+        await f.close()
+    }
 }
