@@ -482,6 +482,10 @@ final class ObjectGraph {
             }
             throw StoreError(.objectDeleted, "\(object.objectID) is deleted; it cannot be changed", object: object.objectID, key: layout.propertyNames[index])
         }
+        // An object deleted elsewhere, kept for its changes, whose last change this write
+        // undoes becomes a tombstone (see `setPrimitive`): then, its inverses in step, the
+        // objects naming it let go of it. (An artist went on listing the deleted album.)
+        defer { if object.lifecycle == .deletedElsewhere { forgetReferences(toDeleted: [object.objectID], pending: true) } }
         guard case .attribute(let type) = layout.kinds[index] else {
             try setRelationship(object, index: index, info: relationships[object.entityIndex][index]!, value: value, key: layout.propertyNames[index])
             return
