@@ -210,6 +210,23 @@ func relationshipDisagreements(_ c: isolated ObjectContext) -> [String] {
     return problems.sorted()
 }
 
+/// The alive objects of `c` that refer to an object `c` knows was deleted elsewhere (a
+/// tombstone it learned of from a merge, a save or a refresh — not one found missing when a
+/// stale reference was followed): empty in any context, however stale its reads, since
+/// learning of a deletion lets go of it everywhere.
+func referencesToTombstones(_ c: isolated ObjectContext) -> [String] {
+    var problems: [String] = []
+    for object in c.registeredObjects where !object.isDeleted && object.isLoaded {
+        for relationship in object.entity.relationships {
+            for target in object[relationship.name].referencedObjects {
+                guard let other = c.registeredObject(for: target), other.isDeletedElsewhere, !other.missingWhenLoaded else { continue }
+                problems.append("\(object.objectID).\(relationship.name) refers to \(target), deleted elsewhere")
+            }
+        }
+    }
+    return problems.sorted()
+}
+
 /// Whether `c` shows the object: it exists where the context reads it and is not deleted here.
 func shows(_ c: isolated ObjectContext, _ id: ObjectID) -> Bool {
     guard let object = try? c.existingObject(with: id) else { return false }

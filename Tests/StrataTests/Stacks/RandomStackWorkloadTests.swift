@@ -252,11 +252,16 @@ import Testing
                     pendingLedger["editor"] = v
                     await stackSave(e, "editor")
                 }
+                // However stale its reads, no object it shows names one it knows was deleted.
+                let named = await e.perform { c in referencesToTombstones(c) }
+                if !named.isEmpty { problems.append("step \(step): editor: \(named.prefix(5))") }
                 actors.editor = nil
                 pendingLedger["editor"] = nil
                 w.log.append("settle: drop editor")
             }
             for (ctx, who) in [(actors.background, "background"), (actors.importer, "importer")] {
+                let named = await ctx.perform { c in referencesToTombstones(c) }
+                if !named.isEmpty { problems.append("step \(step): \(who): \(named.prefix(5))") }
                 if await ctx.hasChanges {
                     if stack.savesAsynchronously(ctx) || w.r(2) == 0 {
                         await stackSave(ctx, who)
