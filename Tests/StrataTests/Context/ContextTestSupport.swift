@@ -210,17 +210,21 @@ func relationshipDisagreements(_ c: isolated ObjectContext) -> [String] {
     return problems.sorted()
 }
 
-/// The alive objects of `c` that refer to an object `c` knows was deleted elsewhere (a
-/// tombstone it learned of from a merge, a save or a refresh — not one found missing when a
-/// stale reference was followed): empty in any context, however stale its reads, since
-/// learning of a deletion lets go of it everywhere.
+/// The alive objects of `c` that refer to an object `c` holds as deleted elsewhere which
+/// names them back — a pair in step in this context whose one side learned of a deletion
+/// while the other did not let go: empty in any context, however stale its reads. (An
+/// object read at another moment than the deleted one, which that one does not name back,
+/// is a stale read a context that does not follow its source keeps, as Core Data's does;
+/// so is one its own deletion's rules did not reach for the same reason. A tombstone found
+/// missing when a stale reference was followed is not counted either.)
 func referencesToTombstones(_ c: isolated ObjectContext) -> [String] {
     var problems: [String] = []
     for object in c.registeredObjects where !object.isDeleted && object.isLoaded {
         for relationship in object.entity.relationships {
             for target in object[relationship.name].referencedObjects {
-                guard let other = c.registeredObject(for: target), other.isDeletedElsewhere, !other.missingWhenLoaded else { continue }
-                problems.append("\(object.objectID).\(relationship.name) refers to \(target), deleted elsewhere")
+                guard let other = c.registeredObject(for: target), other.isDeletedElsewhere, !other.missingWhenLoaded, other.isLoaded,
+                      other[relationship.inverse].refers(to: object.objectID) else { continue }
+                problems.append("\(object.objectID).\(relationship.name) refers to \(target), deleted elsewhere, which names it back")
             }
         }
     }
