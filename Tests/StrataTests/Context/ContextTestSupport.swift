@@ -224,7 +224,8 @@ func referencesToTombstones(_ c: isolated ObjectContext) -> [String] {
             for target in object[relationship.name].referencedObjects {
                 guard let other = c.registeredObject(for: target), other.isDeletedElsewhere, !other.missingWhenLoaded, other.isLoaded,
                       other[relationship.inverse].refers(to: object.objectID) else { continue }
-                problems.append("\(object.objectID).\(relationship.name) refers to \(target), deleted elsewhere, which names it back")
+                let how = other.deletionSavedToParent ? "deleted by its own save into its parent" : "deleted elsewhere"
+                problems.append("\(object.objectID).\(relationship.name) refers to \(target), \(how), which names it back")
             }
         }
     }
