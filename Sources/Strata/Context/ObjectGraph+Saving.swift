@@ -331,11 +331,6 @@ extension ObjectGraph {
     /// deletion makes them.
     func markDeletedElsewhere(_ ids: [ObjectID]) {
         var gone: [ObjectID] = []
-        defer {
-            // (Left naming them, an artist the child had read still listed the album the
-            // parent had deleted — a deleted object — and a song on it still showed it.)
-            forgetReferences(toDeleted: gone, pending: true)
-        }
         for id in ids {
             guard let object = registered[id] else {
                 pendingNotification.invalidated.insert(id)  // live results may show it without holding it
@@ -355,6 +350,9 @@ extension ObjectGraph {
             makeTombstone(object)
             gone.append(id)
         }
+        // (Left naming them, an artist the child had read still listed the album the parent
+        // had deleted — a deleted object — and a song on it still showed it.)
+        forgetReferences(toDeleted: gone, pending: true)
     }
 
     /// Makes the saved objects clean, based on what was saved: the committed rows (a save
