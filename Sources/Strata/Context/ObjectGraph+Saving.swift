@@ -589,6 +589,7 @@ extension ObjectGraph {
             object.lifecycle = .deletedElsewhere
             // Saved into the parent: deleted while the parent holds the deletion.
             object.deletionSavedToParent = committed == nil
+            if committed == nil { hasSavedDeletionsToParent = true }
             setTracking(object)
             noteChanged(object)
         }
@@ -631,6 +632,7 @@ extension ObjectGraph {
                 guard let object = registered[id], object.lifecycle == .deleted, view.row(id) == nil else { continue }
                 object.lifecycle = .deletedElsewhere
                 object.deletionSavedToParent = true
+                hasSavedDeletionsToParent = true
                 object.changedKeys = []
                 setTracking(object)
                 noteChanged(object)
@@ -1508,6 +1510,14 @@ extension ObjectGraph {
                 cameBack.append(id)
                 continue
             }
+            // Deleted by a save into the parent that the parent has undone: back as a dropped
+            // deletion is, with the objects on the other side, which a merge may have made let
+            // go of it meanwhile (see `letGoOfDeletionsHeldByParent`; revived alone, an album
+            // whose deletion a writer's refused save dropped listed a song that named no album).
+            if object.lifecycle == .deletedElsewhere, object.deletionSavedToParent, link.sourceView().row(id) != nil {
+                cameBack.append(id)
+                continue
+            }
             if object.mayReappear {
                 // Looked for before it was saved, or deleted by a save into the parent that
                 // the parent has undone: here now (see `reviveIfPresent`).
@@ -1623,12 +1633,39 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         yieldToPendingInverses(takenWhole)
         forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true }, pending: save.transaction == nil)
+        if hasSavedDeletionsToParent { letGoOfDeletionsHeldByParent(in: changed) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         // The delete rules of a pending deletion reach what the save related to the object (an
         // album added to an artist deleted here is deleted by its cascade), as they reached
         // what it was related to when it was deleted.
         for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         return (conflicts, touched)
+    }
+
+    /// Lets `objects`, just merged, let go of the objects whose deletion this context saved
+    /// into its parent, which the parent holds: a commit made before the deletion reached
+    /// the store still relates objects to them, and merged here they would name a
+    /// tombstone. The parent's own merge of that commit let go of them (its pending
+    /// deletion's rules), so letting go is not this context's change: the merged value and
+    /// the base both lose them. (An editor's album listed again a song the editor had
+    /// deleted and saved into the view, once an import's commit naming it was merged; the
+    /// editor follows only the imports, so nothing took it out again.)
+    private func letGoOfDeletionsHeldByParent(in objects: [(id: ObjectID, object: ManagedObject)]) {
+        for (id, object) in objects where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                let held = Set(Self.targets(object.storage[index]).filter { target in
+                    guard let target = registered[target] else { return false }
+                    return target.lifecycle == .deletedElsewhere && target.deletionSavedToParent
+                })
+                guard !held.isEmpty, let kept = Self.value(object.storage[index], without: held) else { continue }
+                if let read = object.base?[index], let lessHeld = Self.value(read, without: held) { object.base![index] = lessHeld }
+                object.storage[index] = kept
+                if object.lifecycle == .persistent, object.base?[index] == kept { object.changedKeys.remove(index) }
+                setTracking(object)
+                noteChanged(object)
+                pendingNotification.refreshed.insert(id)
+            }
+        }
     }
 
     /// Objects holding no change that took a merged save's values (`taken`, with the values

@@ -295,3 +295,45 @@ extension DeletionConflictTests {
         await f.close()
     }
 }
+
+/// A child that saved a deletion into its parent, which holds it, then merges a commit made
+/// before the deletion reached the store that still relates another object to the deleted
+/// one (as `hybrid`'s editors merge the imports' commits): the merged object lets go of the
+/// tombstone, without a change of its own. It listed the song again — a deleted object —
+/// and nothing merged later took it out (`hybrid` seed 21228 of the soak).
+@Suite struct MergeAfterSavedDeletionTests {
+    @Test("a merged album that names a song the child deleted and saved into its parent lets go of it",
+          arguments: [MergePolicy.error, .storeWins], [false, true])
+    func mergedAlbumLetsGoOfSongDeletedThroughParent(policy: MergePolicy, parentMergesFirst: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        await child.setMergePolicy(policy)
+        // The child reads album x and deletes its song s, and saves into the parent.
+        _ = await child.perform { c in c.object(with: o.x, as: Album.self).songs.count }
+        await child.perform { c in c.delete(c.object(with: o.s)) }
+        try await child.save()
+        // Another context, reading the store (s still on x), adds a song to x.
+        let saves = f.other.didSave()
+        let added = try await f.other.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(77); song.title = "new"; song.milliseconds = 1
+            song.album = c.object(with: o.x, as: Album.self)
+            try await c.save()
+            return song.objectID
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        #expect(save.values[o.x]?.last == .objects([o.s, added]), "the commit still names s")
+        if parentMergesFirst { _ = await parent.merge(save) }
+        _ = await child.merge(save)
+        let shown = await child.perform { c in
+            (c.object(with: o.x, as: Album.self).songs.map(\.objectID), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == [added], "x lists \(shown.0)")
+        #expect(shown.1.isEmpty && !shown.2, "\(shown.1), pending \(shown.2)")
+        if !parentMergesFirst { _ = await parent.merge(save) }
+        try await parent.save()
+        let g = f.store.currentGeneration
+        #expect(g.object(o.s) == nil && g.value(o.x, "songs") == .objects([added]))
+        await f.close()
+    }
+}

@@ -96,3 +96,51 @@ extension StackRefusedSaveTests {
         await g.close()
     }
 }
+
+extension StackRefusedSaveTests {
+    /// The view deletes an album and saves the deletion into the writer; before the writer
+    /// saves it, an import moves a song onto the album. The view merges the import's commit
+    /// first: the commit's song names the album, a tombstone here whose deletion the writer
+    /// holds, so the song lets go of it as the writer's pending deletion would. The writer,
+    /// merging the same commit, meets the album's `deny` rule, and the store refuses its save:
+    /// the album comes back in the view, and the song refers to it again as the store has it
+    /// (it showed no album while the album listed it — `hybrid` seed 21681 of the soak, with
+    /// a first version of the letting go).
+    @Test("hybrid: an album the view deleted comes back, with the song an import moved onto it, when the writer's save is refused",
+          arguments: [false, true])
+    @MainActor func refusedDeletionBringsBackTheMovedSong(viewFollowsWriter: Bool) async throws {
+        let h = try await StackConsistencyTests.GatedHybrid(gate: SaveGate(context: "writer", saves: 0), started: false)
+        defer { h.directory.remove() }
+        let (store, stack, o, outcomes, writer, view) = (h.store, h.stack, h.objects, h.outcomes, h.writer, h.view)
+        view.performAndWait { c in
+            c.automaticallyMergesChanges = viewFollowsWriter
+            _ = c.object(with: o.s, as: Song.self).album?.songs
+            _ = c.object(with: o.y, as: Album.self).songs
+            c.delete(c.object(with: o.y))
+        }
+        try await view.save()  // into the writer, which does not save it yet
+        let importer = stack.newImportContext()
+        let imported = importer.didSave()
+        await importer.perform { c in c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        try await stack.save(importer)
+        let moved = try #require(await firstElement(of: imported, timeout: .seconds(10)))
+        _ = await view.merge(moved)
+        let letGo = view.performAndWait { c in (c.object(with: o.s)["album"], relationshipDisagreements(c), referencesToTombstones(c)) }
+        #expect(letGo.0 == .null && letGo.1.isEmpty && letGo.2.isEmpty, "view after the merge: \(letGo)")
+        await writer.merge(moved)
+
+        view.performAndWait { c in c.object(with: o.a1, as: Artist.self).name = "the view's" }
+        try await stack.save(view)  // the artist's change, then the writer's save to the store
+        let outcome = await StackConsistencyTests.nextOutcome(outcomes)
+        #expect(outcome?.error?.code == .deleteRule, "\(String(describing: outcome))")
+        let stored = store.currentGeneration
+        #expect(stored.value(o.s, "album") == .object(o.y) && stored.value(o.y, "songs") == .objects([o.s]))
+        await waitUntil(view, "the view shows the store's song and album") { c in
+            c.object(with: o.s)["album"] == .object(o.y) && c.object(with: o.y)["songs"] == .objects([o.s])
+                && c.object(with: o.x)["songs"] == .objects([])
+        }
+        let (pending, problems, tombstones) = view.performAndWait { c in (c.hasChanges, relationshipDisagreements(c), referencesToTombstones(c)) }
+        #expect(!pending && problems.isEmpty && tombstones.isEmpty, "view: pending \(pending), problems \(problems), \(tombstones)")
+        await stack.close()
+    }
+}
