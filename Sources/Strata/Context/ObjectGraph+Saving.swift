@@ -350,6 +350,7 @@ extension ObjectGraph {
             makeTombstone(object)
             gone.append(id)
         }
+        if !gone.isEmpty, !link.isRoot { holdsDeletionsOfParent = true }
         // (Left naming them, an artist the child had read still listed the album the parent
         // had deleted — a deleted object — and a song on it still showed it.)
         forgetReferences(toDeleted: gone, pending: true)
@@ -589,7 +590,7 @@ extension ObjectGraph {
             object.lifecycle = .deletedElsewhere
             // Saved into the parent: deleted while the parent holds the deletion.
             object.deletionSavedToParent = committed == nil
-            if committed == nil { hasSavedDeletionsToParent = true }
+            if committed == nil { holdsDeletionsOfParent = true }
             setTracking(object)
             noteChanged(object)
         }
@@ -632,7 +633,7 @@ extension ObjectGraph {
                 guard let object = registered[id], object.lifecycle == .deleted, view.row(id) == nil else { continue }
                 object.lifecycle = .deletedElsewhere
                 object.deletionSavedToParent = true
-                hasSavedDeletionsToParent = true
+                holdsDeletionsOfParent = true
                 object.changedKeys = []
                 setTracking(object)
                 noteChanged(object)
@@ -1633,7 +1634,7 @@ extension ObjectGraph {
         for change in dropped { restoreInverses(of: change) }
         yieldToPendingInverses(takenWhole)
         forgetReferences(toDeleted: save.deleted.filter { registered[$0]?.deletedInConflict != true }, pending: save.transaction == nil)
-        if hasSavedDeletionsToParent { letGoOfDeletionsHeldByParent(in: changed) }
+        if holdsDeletionsOfParent { letGoOfDeletionsHeldByParent(in: changed) }
         for id in save.deleted { if let object = registered[id], !object.deletedInConflict { forgetReferences(to: object) } }
         // The delete rules of a pending deletion reach what the save related to the object (an
         // album added to an artist deleted here is deleted by its cascade), as they reached
@@ -1642,20 +1643,24 @@ extension ObjectGraph {
         return (conflicts, touched)
     }
 
-    /// Lets `objects`, just merged, let go of the objects whose deletion this context saved
-    /// into its parent, which the parent holds: a commit made before the deletion reached
-    /// the store still relates objects to them, and merged here they would name a
-    /// tombstone. The parent's own merge of that commit let go of them (its pending
-    /// deletion's rules), so letting go is not this context's change: the merged value and
-    /// the base both lose them. (An editor's album listed again a song the editor had
-    /// deleted and saved into the view, once an import's commit naming it was merged; the
-    /// editor follows only the imports, so nothing took it out again.)
+    /// Lets `objects`, just merged, let go of tombstones of objects the parent holds deleted —
+    /// deletions this context saved into it, or objects this context's save found gone there:
+    /// a commit made before the deletion reached the store still relates objects to them, and
+    /// merged here they would name a tombstone. The parent's own merge of that commit let go
+    /// of them (its pending deletion's rules), so letting go is not this context's change: the
+    /// merged value and the base both lose them. Should the parent drop the deletion, the
+    /// object comes back with the objects on the other side (`reloadFromParent`). (An
+    /// editor's album listed again a song the editor had deleted and saved into the view, and
+    /// an editor's artist an album its save had found deleted in the view, once an import's
+    /// commit naming them was merged; the editor follows only the imports, so nothing took
+    /// them out again.)
     private func letGoOfDeletionsHeldByParent(in objects: [(id: ObjectID, object: ManagedObject)]) {
+        let parentView = link.sourceView()
         for (id, object) in objects where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
                 let held = Set(Self.targets(object.storage[index]).filter { target in
-                    guard let target = registered[target] else { return false }
-                    return target.lifecycle == .deletedElsewhere && target.deletionSavedToParent
+                    guard let target = registered[target], target.lifecycle == .deletedElsewhere, !target.missingWhenLoaded else { return false }
+                    return parentView.row(target.objectID) == nil
                 })
                 guard !held.isEmpty, let kept = Self.value(object.storage[index], without: held) else { continue }
                 if let read = object.base?[index], let lessHeld = Self.value(read, without: held) { object.base![index] = lessHeld }

@@ -28,11 +28,12 @@ final class ObjectGraph {
     /// is gone), in order: a setter cannot throw, and a deletion elsewhere is no programmer
     /// error to trap on, so the next save reports them (see ``takeUnappliedWrites()``).
     private(set) var unappliedWrites: [StoreError] = []
-    /// Whether this context has saved a deletion into its parent since it was made or reset:
-    /// its merges then look for objects naming such a tombstone (see `merge`). Never cleared
-    /// otherwise — a flag, not a count, so that a merge in a context that never did pays
-    /// nothing.
-    var hasSavedDeletionsToParent = false
+    /// Whether this context has made a tombstone of an object its parent holds deleted since
+    /// it was made or reset — a deletion it saved into the parent, or an object its save found
+    /// gone there: its merges then look for objects naming such a tombstone (see `merge`).
+    /// Never cleared otherwise — a flag, not a count, so that a merge in a context that never
+    /// did pays nothing.
+    var holdsDeletionsOfParent = false
     /// Incremented on every change; objects remember the value at their last change.
     private(set) var changeCounter: UInt64 = 0
     /// Objects changed since the layer was last published.
@@ -1077,7 +1078,7 @@ final class ObjectGraph {
             let before = shownBeforeTurn[id] ?? [:]
             if object.storage.indices.contains(where: { (before[$0] ?? object.storage[$0]) != base[$0] }) { shownChanged.insert(id) }
         }
-        hasSavedDeletionsToParent = false
+        holdsDeletionsOfParent = false
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
             object.missingWhenLoaded = false

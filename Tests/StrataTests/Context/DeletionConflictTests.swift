@@ -337,3 +337,48 @@ extension DeletionConflictTests {
         await f.close()
     }
 }
+
+extension MergeAfterSavedDeletionTests {
+    /// A child's save finds an album deleted in its parent (its artist's cascade there): the
+    /// album becomes a tombstone, and the artist the child had read lets go of it. The child
+    /// then merges another context's commit, made before the deletion reached the store, that
+    /// gives the artist another album: the commit's artist still lists the deleted one, and
+    /// the merged artist lets go of it, without a change of its own. (It listed the tombstone
+    /// again, which named it back — `hybrid` seed 21841 of the soak.)
+    @Test("a merged artist that names an album the child's save found deleted in its parent lets go of it",
+          arguments: [MergePolicy.storeWins, .contextWins])
+    func mergedArtistLetsGoOfAlbumFoundDeletedInParent(policy: MergePolicy) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        try await f.other.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        await child.setMergePolicy(policy)
+        // The child reads a2 with its album y, and renames y; the parent deletes a2, whose
+        // cascade takes y; the child saves into the parent, and finds y gone there.
+        await child.perform { c in
+            _ = c.object(with: o.a2, as: Artist.self).albums
+            c.object(with: o.y, as: Album.self).title = "the child's"
+        }
+        await parent.perform { c in c.delete(c.object(with: o.a2)) }
+        try await child.save()
+        let afterSave = await child.perform { c in (c.object(with: o.y).isDeletedElsewhere, c.object(with: o.a2)["albums"]) }
+        #expect(afterSave.0 && afterSave.1 == .objects([]), "y deleted elsewhere, a2 lists nothing: \(afterSave)")
+        // Another context, reading the store (a2 still with y), moves x to a2.
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
+            c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        #expect(save.values[o.a2]?.last == .objects([o.y, o.x]), "the commit still names y")
+        _ = await child.merge(save)
+        let shown = await child.perform { c in
+            (c.object(with: o.a2)["albums"], referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .objects([o.x]), "a2 lists \(shown.0)")
+        #expect(shown.1.isEmpty && shown.2.isEmpty && !shown.3, "\(shown.1), \(shown.2), pending \(shown.3)")
+        await f.close()
+    }
+}
