@@ -1860,17 +1860,19 @@ extension ObjectGraph {
         // Objects pending deletion here too: what a rollback brings back must not name an
         // object deleted elsewhere (see below).
         var candidates = inserted.union(updated).union(deleted)
-        if pending {
-            // And the objects the deleted ones refer to here: letting go of them is not this
-            // context's change either. (The parent may still show them referring to it: its
-            // `deny` rule does not let go, and refuses its save. Let go as a change here, a
-            // song kept "no album" after the parent dropped the deletion, and the view's next
-            // save sent it.)
-            for id in ids {
-                guard let object = registered[id], object.isLoaded else { continue }
-                for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                    for target in Self.targets(object.storage[index]) where registered[target] != nil { candidates.insert(target) }
-                }
+        // And the objects the deleted ones refer to here, which may hold no change here or in
+        // the parent: where the parent shows them letting go, letting go is not this context's
+        // change either. (Read through a parent's pending change that the parent has since
+        // taken back, an album listed a song the store had on no album; merging the song's
+        // deletion, it let go of it as a change of the child's, on a base still naming it,
+        // and the child's rollback listed the deleted song again.) Under `pending` the bases
+        // let go in any case: the parent may still show them referring to it — its `deny`
+        // rule does not let go, and refuses its save. (Let go as a change here, a song kept
+        // "no album" after the parent dropped the deletion, and the view's next save sent it.)
+        for id in ids {
+            guard let object = registered[id], object.isLoaded else { continue }
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                for target in Self.targets(object.storage[index]) where registered[target] != nil { candidates.insert(target) }
             }
         }
         let view = link.sourceView()

@@ -382,3 +382,47 @@ extension MergeAfterSavedDeletionTests {
         await f.close()
     }
 }
+
+extension MergeAfterSavedDeletionTests {
+    /// A child reads an album through its parent while the parent's pending change lists a
+    /// song the store has on no album; the parent then deletes the song (its pending list is
+    /// the album's row again), and another context's commit deletes it too. The child,
+    /// merging that commit, holds the song as deleted elsewhere, and the album lets go of it
+    /// as the parent shows it, not as a change of the child's: a rollback does not bring the
+    /// deleted song back onto the album. (The album was not among the objects the letting go
+    /// looked at — it held no change, here or in the parent — so its list lost the song as a
+    /// change on a base still naming it, and the child's rollback listed the deleted song
+    /// again — `hybrid` seed 21951 of the soak.)
+    @Test("a merged deletion of a song a child read on an album through its parent's pending change leaves the album without it, rollback or not",
+          arguments: [false, true])
+    func mergedDeletionOfSongReadThroughPendingChange(rollsBack: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        // The store holds song n on no album.
+        let n = try await f.other.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(78); song.title = "n"; song.milliseconds = 1
+            try await c.save()
+            return song.objectID
+        }
+        await parent.perform { c in c.object(with: n, as: Song.self).album = c.object(with: o.x, as: Album.self) }
+        let read = await child.perform { c in c.object(with: o.x, as: Album.self).songs.map { ($0.objectID, $0.album?.objectID) } }
+        #expect(read.map(\.0) == [o.s, n] && read.allSatisfy { $0.1 == o.x }, "the child reads x and n through the parent's pending change: \(read)")
+        await parent.perform { c in c.delete(c.object(with: n)) }
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
+            c.delete(c.object(with: n))
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await parent.merge(save)
+        _ = await child.merge(save)
+        let shown = await child.perform { c in
+            if rollsBack { c.rollback() }
+            return (c.object(with: o.x)["songs"], c.object(with: n).isDeletedElsewhere, referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .objects([o.s]) && shown.1, "x lists \(shown.0), n deleted elsewhere \(shown.1)")
+        #expect(shown.2.isEmpty && shown.3.isEmpty && !shown.4, "\(shown.2), \(shown.3), pending \(shown.4)")
+        await f.close()
+    }
+}
