@@ -643,6 +643,30 @@ extension ObjectGraph {
         return (kept, keptValues)
     }
 
+    /// After a save into the parent: tombstones that the saved objects name now — they took
+    /// the parent's values — and that the parent shows. This context learned of a deletion
+    /// the parent held (a refresh found the object gone there) and the parent dropped it
+    /// since; a context that does not follow its parent was never told. They come back as
+    /// the parent shows them, with the objects on the other side (``reloadFromParent(_:unheld:handed:)``).
+    /// (An artist took the parent's list naming an album again while the album stayed a
+    /// tombstone here.) Returns what the objects held here took, for the children that follow
+    /// this context's changes; `nil` when no tombstone is named.
+    func bringBackTombstones(namedBy capture: SaveCapture) -> DidSave? {
+        let view = link.sourceView()
+        var back: [ObjectID] = []
+        for object in capture.inserted + capture.updated where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                for target in Self.targets(object.storage[index]) {
+                    guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, !tombstone.deletedInConflict,
+                          view.row(target) != nil else { continue }
+                    back.append(target)
+                }
+            }
+        }
+        guard !back.isEmpty else { return nil }
+        return reloadFromParent(back, unheld: \.invalidated)
+    }
+
     /// After a save into the parent: objects the save did not carry that the parent's
     /// did-save lists — the other sides it kept in step while applying the save — and that
     /// hold changes here. A key whose pending value is what the parent holds now is no

@@ -426,3 +426,40 @@ extension MergeAfterSavedDeletionTests {
         await f.close()
     }
 }
+
+/// A child refreshes an album its parent holds deleted — a tombstone here, which the artist
+/// lets go of — and the parent rolls the deletion back. The child, which does not follow its
+/// parent, then saves a change to the artist: the artist takes what the parent holds, which
+/// lists the album again, and the album comes back as the parent shows it. (It stayed a
+/// tombstone while the artist listed it — `mainParent` seed 22022 of the soak.)
+@Suite struct SavedIntoParentNamingTombstoneTests {
+    @Test("a child's save whose object takes the parent's list naming an album the child refreshed away brings the album back",
+          arguments: [MergePolicy.error, .storeWins, .contextWins])
+    func savedArtistBringsBackRefreshedAwayAlbum(policy: MergePolicy) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        await child.setMergePolicy(policy)
+        try await f.other.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self)
+            try await c.save()
+        }
+        let read = await child.perform { c in c.object(with: o.a1, as: Artist.self).albums.map { ($0.objectID, $0.artist?.objectID) } }
+        #expect(read.map(\.0) == [o.x, o.y], "\(read)")
+        await parent.perform { c in c.delete(c.object(with: o.y)) }
+        let refreshed = await child.perform { c in
+            c.refresh(c.object(with: o.y), mergeChanges: false)
+            return (c.object(with: o.y).isDeletedElsewhere, c.object(with: o.a1)["albums"])
+        }
+        #expect(refreshed.0 && refreshed.1 == .objects([o.x]), "y gone, a1 lets go: \(refreshed)")
+        await parent.perform { c in c.rollback() }
+        await child.perform { c in c.object(with: o.a1, as: Artist.self).name = "the child's" }
+        try await child.save()
+        let shown = await child.perform { c in
+            (c.object(with: o.a1)["albums"], c.object(with: o.y).isDeletedElsewhere, c.object(with: o.y)["artist"],
+             referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .objects([o.x, o.y]) && !shown.1 && shown.2 == .object(o.a1), "a1 lists \(shown.0), y gone \(shown.1), y's artist \(shown.2)")
+        #expect(shown.3.isEmpty && shown.4.isEmpty && !shown.5, "\(shown.3), \(shown.4), pending \(shown.5)")
+        await f.close()
+    }
+}
