@@ -990,14 +990,22 @@ extension ObjectGraph {
             load(object)
             delete(object)
         }
+        // The other sides of the child's relationship changes the merge policy dropped (or
+        // whose object is deleted here), which its updates of the related objects changed:
+        // accepted as they were, the two sides disagreed, and this context could not save.
+        // Those the merge policy dropped come before the delete rules below: a pair is kept or
+        // dropped whole, so an object the dropped side still names goes back to it, and no
+        // longer joins an object deleted here. (An album the child moved to an artist deleted
+        // here, while `rollback` dropped the changes of the artist it left, was taken by the
+        // deleted artist's cascade while the artist it left still listed it: the save to the
+        // store was refused as an inverse violation.) Those of an object deleted here come
+        // after: what the child related to it follows its delete rules first.
+        for change in dropped where !change.sourceDeleted { restoreInverses(of: change) }
         // Objects the child related to one deleted here follow its delete rules here too (a
         // new album for an artist deleted here is deleted by its cascade, not left an orphan).
         for (object, joined) in joinedDeleted { applyDeleteRules(of: object, toJoined: joined) }
         for object in kept { restoreKeptInverses(object) }
-        // The other sides of the child's relationship changes the merge policy dropped (or
-        // whose object is deleted here), which its updates of the related objects changed:
-        // accepted as they were, the two sides disagreed, and this context could not save.
-        for change in dropped { restoreInverses(of: change) }
+        for change in dropped where change.sourceDeleted { restoreInverses(of: change) }
         keepOtherSidesInStep(of: replaced)
         // What the rules took here beyond the child's deletions: the child must let go too.
         let named = Set(deletions)

@@ -100,3 +100,59 @@ import Testing
         await f.close()
     }
 }
+
+extension ChildSaveInverseTests {
+    /// A child moves album y from a1 to a2, which the parent then deletes (cascade), while
+    /// both rename a1 and another commit gives a1 a new album. The child's save meets the
+    /// name's conflict: under `rollback` every change of a1 is dropped — its letting go of y
+    /// too — so y goes back to a1 as a pair kept whole, and a2's cascade no longer reaches
+    /// it; under `storeWins` a1's list keeps the move, and the cascade takes y. Either way the
+    /// parent's save to the store is accepted. (Under `rollback` the cascade took y while a1
+    /// still listed it, and the parent's save was refused as an inverse violation —
+    /// `sharedCoordinator` seed 22089 of the soak.)
+    @Test("a move the merge policy drops half of, to an artist deleted in the parent, leaves both sides in step",
+          arguments: [MergePolicy.rollback, .storeWins], [MergePolicy.storeWins, .rollback])
+    func droppedHalfOfMoveToDeletedArtist(childPolicy: MergePolicy, parentPolicy: MergePolicy) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        try await f.other.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self)
+            try await c.save()
+        }
+        await child.setMergePolicy(childPolicy)
+        await parent.setMergePolicy(parentPolicy)
+        await child.perform { c in
+            c.object(with: o.a1, as: Artist.self).name = "the child's"
+            _ = c.object(with: o.a2, as: Artist.self).albums
+        }
+        await parent.perform { c in
+            c.delete(c.object(with: o.a2))
+            c.object(with: o.a1, as: Artist.self).name = "the parent's"
+        }
+        await child.perform { c in c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self) }
+        let z = try await f.other.perform { c in
+            let album = c.insert(Album.self)
+            album.albumID = 99; album.title = "z"
+            album.artist = c.object(with: o.a1, as: Artist.self)
+            try await c.save()
+            return album.objectID
+        }
+        try await child.save()
+        let applied = await parent.perform { c in (c.object(with: o.y).isDeleted, c.object(with: o.y)["artist"], relationshipDisagreements(c)) }
+        if childPolicy == .rollback {
+            #expect(!applied.0 && applied.1 == .object(o.a1), "y back on a1: \(applied)")
+        } else {
+            #expect(applied.0, "y taken by a2's cascade: \(applied)")
+        }
+        #expect(applied.2.isEmpty, "\(applied.2)")
+        try await parent.save()
+        let g = f.store.currentGeneration
+        if childPolicy == .rollback {
+            #expect(g.value(o.y, "artist") == .object(o.a1) && g.value(o.a1, "albums") == .objects([o.x, o.y, z]))
+        } else {
+            #expect(g.object(o.y) == nil && g.value(o.a1, "albums") == .objects([o.x, z]))
+        }
+        #expect(g.object(o.a2) == nil)
+        await f.close()
+    }
+}
