@@ -1110,6 +1110,8 @@ final class ObjectGraph {
         retireNumbers(of: inserted)
         for id in discardedDuringSave { saveEnded(for: id) }
         var gone: [ObjectID] = []
+        // The objects whose values go back (see below).
+        let restored = updated.union(deleted)
         for object in Array(registered.values) {
             switch object.lifecycle {
             case .inserted, .discarded:
@@ -1154,6 +1156,24 @@ final class ObjectGraph {
             }
         }
         pendingUniques = [:]
+        // Values back on a base that names a tombstone the parent no longer shows: the base
+        // was read before the deletion reached the parent, and this context learned of the
+        // deletion first (it merged the commit before its parent did), so its letting go was
+        // a change of its own, which the rollback dropped. (An album listed again a song
+        // deleted elsewhere, which named it back.)
+        let view = link.sourceView()
+        var named = Set<ObjectID>()
+        for id in restored {
+            guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent else { continue }
+            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
+                for target in Self.targets(object.storage[index]) where !named.contains(target) {
+                    guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, !tombstone.missingWhenLoaded,
+                          view.row(target) == nil else { continue }
+                    named.insert(target)
+                }
+            }
+        }
+        gone += named.sorted()
         // Once every object has its values back. (An artist read before the album was deleted
         // elsewhere, kept while it held changes, still listed the album, now deleted.)
         forgetReferences(toDeleted: gone, pending: true)

@@ -463,3 +463,51 @@ extension MergeAfterSavedDeletionTests {
         await f.close()
     }
 }
+
+extension MergeAfterSavedDeletionTests {
+    /// A child reads album x through its parent's pending change listing song n (the store
+    /// has n on no album), and changes x. Another context deletes n; the child merges the
+    /// deletion before its parent: x lets go of n as a change of the child's, on a base still
+    /// naming it, as the parent still shows it. Once the parent has deleted n too (and merged
+    /// the deletion, or not yet), the child's rollback does not list the deleted song on x
+    /// again. (It did, and the song,
+    /// a tombstone, named x back — `hybrid` seed 22030 of the soak.)
+    @Test("a child's rollback after merging a deletion before its parent does not name the deleted song again",
+          arguments: [false, true])
+    func rollbackAfterMergingDeletionFirst(parentMerges: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        let n = try await f.other.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(79); song.title = "n"; song.milliseconds = 1
+            try await c.save()
+            return song.objectID
+        }
+        await parent.perform { c in c.object(with: n, as: Song.self).album = c.object(with: o.x, as: Album.self) }
+        let read = await child.perform { c in
+            let x = c.object(with: o.x, as: Album.self)
+            x.title = "the child's"
+            return x.songs.map { ($0.objectID, $0.album?.objectID) }
+        }
+        #expect(read.map(\.0) == [o.s, n] && read.allSatisfy { $0.1 == o.x }, "\(read)")
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
+            c.delete(c.object(with: n))
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await child.merge(save)
+        let merged = await child.perform { c in (c.object(with: o.x)["songs"], c.object(with: n).isDeletedElsewhere) }
+        #expect(merged.0 == .objects([o.s]) && merged.1, "\(merged)")
+        // The parent deletes n too, and merges the deletion: it no longer shows n.
+        await parent.perform { c in c.delete(c.object(with: n)) }
+        if parentMerges { _ = await parent.merge(save) }
+        let shown = await child.perform { c in
+            c.rollback()
+            return (c.object(with: o.x)["songs"], c.object(with: o.x)["title"], referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .objects([o.s]) && shown.1 == .string("Album"), "x lists \(shown.0), title \(shown.1)")
+        #expect(shown.2.isEmpty && shown.3.isEmpty && !shown.4, "\(shown.2), \(shown.3), pending \(shown.4)")
+        await f.close()
+    }
+}
