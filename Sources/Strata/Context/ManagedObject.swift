@@ -45,7 +45,9 @@ open class ManagedObject {
     final var baseVersion: UInt64 = 0
     /// Storage indexes changed since ``base`` (every key, for an inserted object).
     final var changedKeys: Set<Int> = []
-    final var lifecycle: Lifecycle = .persistent
+    final var lifecycle: Lifecycle = .persistent {
+        didSet { if lifecycle == .deletedElsewhere { graph.holdsTombstones = true } }
+    }
     /// The graph's change counter when the object last changed.
     final var lastChange: UInt64 = 0
     /// While a save that captured the object is in flight: the storage indexes set since the

@@ -197,6 +197,7 @@ public actor ObjectContext {
     /// rollback), and, for a `.main` context's objects changed directly on the main actor,
     /// once the main actor's job that changed them ends.
     public func processPendingChanges() {
+        if let took = graph.bringBackTombstonesShownAgain(), !took.isEmpty { link.changes.yield(took) }
         let notification = graph.takePendingNotification()
         link.measure(.processPendingChanges, objects: { (_: Void) in notification.updated.count + notification.inserted.count }) {
             let layer = graph.updateLayer()

@@ -667,6 +667,19 @@ extension ObjectGraph {
         return reloadFromParent(back, unheld: \.invalidated)
     }
 
+    /// Brings back the ``tombstonesShownAgain`` that the parent still shows, as the parent
+    /// shows them, with the objects on the other side (``reloadFromParent(_:unheld:handed:)``).
+    /// Returns what the objects held here took, for the children that follow this
+    /// context's changes; `nil` when there are none.
+    func bringBackTombstonesShownAgain() -> DidSave? {
+        guard !tombstonesShownAgain.isEmpty else { return nil }
+        let view = link.sourceView()
+        let back = tombstonesShownAgain.sorted().filter { registered[$0]?.lifecycle == .deletedElsewhere && view.row($0) != nil }
+        tombstonesShownAgain = []
+        guard !back.isEmpty else { return nil }
+        return reloadFromParent(back, unheld: \.invalidated)
+    }
+
     /// After a save into the parent: objects the save did not carry that the parent's
     /// did-save lists — the other sides it kept in step while applying the save — and that
     /// hold changes here. A key whose pending value is what the parent holds now is no

@@ -34,6 +34,17 @@ final class ObjectGraph {
     /// Never cleared otherwise — a flag, not a count, so that a merge in a context that never
     /// did pays nothing.
     var holdsDeletionsOfParent = false
+    /// Tombstones that an object loaded or brought back to life names as its parent shows it: this
+    /// context learned of a deletion the parent held, which the parent has dropped since
+    /// (a context that does not follow its parent is not told). Brought back, with the
+    /// objects on the other side, when the turn ends (``bringBackTombstonesShownAgain()``):
+    /// left as they were, an album revived as the parent showed it listed a song held here
+    /// as deleted, which named it back.
+    var tombstonesShownAgain: Set<ObjectID> = []
+    /// Whether an object registered here has become a tombstone since the context was made or
+    /// reset (set by ``ManagedObject``): objects loaded in a context that never held one look
+    /// for no tombstone among the objects they name.
+    var holdsTombstones = false
     /// Incremented on every change; objects remember the value at their last change.
     private(set) var changeCounter: UInt64 = 0
     /// Objects changed since the layer was last published.
@@ -310,6 +321,7 @@ final class ObjectGraph {
             object.storage = row.values
             object.base = row.values
             object.baseVersion = row.version
+            noteTombstones(namedBy: row.values, of: object.entityIndex)
         } else {
             object.storage = emptyValues(of: object.entityIndex)
             object.lifecycle = .deletedElsewhere
@@ -342,7 +354,21 @@ final class ObjectGraph {
         setTracking(object)
         touch(object)
         pendingNotification.refreshed.insert(object.objectID)
+        noteTombstones(namedBy: row.values, of: object.entityIndex)
         return true
+    }
+
+    /// Notes the tombstones held here that `values`, just read from the parent, name (see
+    /// ``tombstonesShownAgain``).
+    private func noteTombstones(namedBy values: [Value], of entity: Int) {
+        guard holdsTombstones else { return }
+        for (index, info) in relationships[entity].enumerated() where info != nil {
+            for target in Self.targets(values[index]) {
+                guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, tombstone.isLoaded,
+                      !tombstone.mayReappear, !tombstone.deletedInConflict else { continue }
+                tombstonesShownAgain.insert(target)
+            }
+        }
     }
 
     func emptyValues(of entity: Int) -> [Value] { emptyRows[entity] }
@@ -1079,6 +1105,7 @@ final class ObjectGraph {
             if object.storage.indices.contains(where: { (before[$0] ?? object.storage[$0]) != base[$0] }) { shownChanged.insert(id) }
         }
         holdsDeletionsOfParent = false
+        tombstonesShownAgain = []
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
             object.missingWhenLoaded = false
@@ -1089,6 +1116,7 @@ final class ObjectGraph {
         retireNumbers(of: inserted)
         for id in discardedDuringSave { saveEnded(for: id) }
         registered = [:]
+        holdsTombstones = false
         inserted = []
         updated = []
         deleted = []

@@ -511,3 +511,37 @@ extension MergeAfterSavedDeletionTests {
         await f.close()
     }
 }
+
+extension SavedIntoParentNamingTombstoneTests {
+    /// A child refreshes a song its parent holds deleted (a tombstone here) and then reads
+    /// the song's album, which the parent holds deleted too (missing here, so it comes back
+    /// once the parent shows it). The parent rolls both deletions back; the child, which does
+    /// not follow its parent, reads the album again: it comes back as the parent shows it,
+    /// listing the song, and the song comes back too. (The song stayed a tombstone while the
+    /// album listed it — `sharedCoordinator` seed 22268 of the soak.)
+    @Test("an album brought back as the parent shows it brings back the song it lists that the child held as deleted")
+    func revivedAlbumBringsBackItsSong() async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        _ = await child.perform { c in c.object(with: o.s, as: Song.self).title }
+        await parent.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+        }
+        let gone = await child.perform { c in
+            c.refresh(c.object(with: o.s), mergeChanges: false)
+            _ = c.object(with: o.x)["songs"]
+            return (c.object(with: o.s).isDeletedElsewhere, c.object(with: o.x).isDeletedElsewhere)
+        }
+        #expect(gone.0 && gone.1, "s and x gone in the child: \(gone)")
+        await parent.perform { c in c.rollback() }
+        _ = await child.perform { c in c.object(with: o.x)["songs"] }
+        let shown = await child.perform { c in
+            (c.object(with: o.x)["songs"], c.object(with: o.s).isDeletedElsewhere, c.object(with: o.s)["album"],
+             referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .objects([o.s]) && !shown.1 && shown.2 == .object(o.x), "x lists \(shown.0), s gone \(shown.1), s's album \(shown.2)")
+        #expect(shown.3.isEmpty && shown.4.isEmpty && !shown.5, "\(shown.3), \(shown.4), pending \(shown.5)")
+        await f.close()
+    }
+}
