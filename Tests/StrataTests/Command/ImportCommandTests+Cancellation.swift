@@ -160,23 +160,40 @@ extension ImportCommandTests {
     @Test func importsWaitingOnQuietPipesLeaveThePoolToOtherTasks() async throws {
         let directory = TemporaryDirectory("strata-import-pipes")
         defer { directory.remove() }
-        var writers: [Int32] = []
+        var writers: [(fd: Int32, path: String)] = []
         var imports: [Task<Void, Never>] = []
         var stores: [Store] = []
         for k in 0..<max(ProcessInfo.processInfo.activeProcessorCount, 2) {
             let store = try Store.create(at: directory.appending("s\(k).strata"), schema: Fixtures.songbook, configuration: .init(durability: .none))
             stores.append(store)
             let (writer, path) = try Self.quietPipe(in: directory, "lines\(k).fifo", lines: [])
-            writers.append(writer)
+            writers.append((writer, path))
             imports.append(Task.detached {
                 var importer = JSONLinesImporter(store: store, batchSize: 1)
                 guard let reader = try? JSONLinesReader(path: path) else { return }
                 _ = try? await importer.run(reader)
             })
         }
-        // The writers end their input after 3 s, from a Dispatch thread, whatever the pool does.
+        // The writers end their input after 3 s, from a Dispatch thread, whatever the pool does
+        // — each once its import has opened the pipe (up to a minute): an import that opens it
+        // only after its last writer closed would wait in `open` for a writer forever (a slow
+        // build, under ThreadSanitizer beside other work, once hung the whole run so).
         let toClose = writers
-        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for writer in toClose { close(writer) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
+            for writer in toClose {
+                let deadline = ContinuousClock.now + .seconds(60)
+                while ContinuousClock.now < deadline {
+                    // Opening the write end without blocking succeeds only once a reader has it open.
+                    let probe = open(writer.path, O_WRONLY | O_NONBLOCK)
+                    if probe >= 0 {
+                        close(probe)
+                        break
+                    }
+                    usleep(10_000)
+                }
+                close(writer.fd)
+            }
+        }
         let start = ContinuousClock.now
         try await Task.sleep(for: .milliseconds(100))
         let took = ContinuousClock.now - start
