@@ -461,8 +461,6 @@ extension ObjectContext {
         let didSave: DidSave
         var resolved: [Conflict] = []
         var kept: (deletions: [ObjectID], values: [ObjectID: [Int]]) = ([], [:])
-        // Tombstones the saved objects name again, back as the parent shows them.
-        var cameBack: DidSave?
         if let parentContext {
             let applied = try await parentContext.applyChildSave(capture.childSave(author: name, origin: origin, mergePolicy: policy))
             resolved = applied.resolved
@@ -473,7 +471,9 @@ extension ObjectContext {
                 graph.adoptParentValues(of: applied.didSave, beyond: capture)
                 // (Not the objects whose deletion the parent's merge policy dropped.)
                 graph.markDeletedElsewhere(resolved.filter { $0.key == nil && $0.theirVersion == nil }.map(\.object) + applied.alsoDeleted)
-                cameBack = graph.bringBackTombstones(namedBy: capture)
+                // Tombstones the saved objects name again come back as the parent shows them
+                // (at the end of the turn, below).
+                graph.noteTombstones(namedBy: capture)
                 return applied.didSave
             }
         } else {
@@ -517,7 +517,6 @@ extension ObjectContext {
             // take them, as they are here.
             link.changes.yield(graph.announcement(author: name, inserted: kept.deletions, updated: kept.values))
         }
-        if let cameBack, !cameBack.isEmpty { link.changes.yield(cameBack) }
         return (didSave.transaction, resolved)
     }
 

@@ -643,28 +643,16 @@ extension ObjectGraph {
         return (kept, keptValues)
     }
 
-    /// After a save into the parent: tombstones that the saved objects name now — they took
-    /// the parent's values — and that the parent shows. This context learned of a deletion
-    /// the parent held (a refresh found the object gone there) and the parent dropped it
-    /// since; a context that does not follow its parent was never told. They come back as
-    /// the parent shows them, with the objects on the other side (``reloadFromParent(_:unheld:handed:)``).
-    /// (An artist took the parent's list naming an album again while the album stayed a
-    /// tombstone here.) Returns what the objects held here took, for the children that follow
-    /// this context's changes; `nil` when no tombstone is named.
-    func bringBackTombstones(namedBy capture: SaveCapture) -> DidSave? {
-        let view = link.sourceView()
-        var back: [ObjectID] = []
+    /// After a save into the parent: the tombstones that the saved objects name now — they
+    /// took the parent's values — are noted, to come back at the end of the turn if the parent
+    /// shows them (``tombstonesShownAgain``). This context learned of a deletion the parent
+    /// held (a refresh found the object gone there) and the parent dropped it since; a context
+    /// that does not follow its parent was never told. (An artist took the parent's list
+    /// naming an album again while the album stayed a tombstone here.)
+    func noteTombstones(namedBy capture: SaveCapture) {
         for object in capture.inserted + capture.updated where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
-            for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                for target in Self.targets(object.storage[index]) {
-                    guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, !tombstone.deletedInConflict,
-                          view.row(target) != nil else { continue }
-                    back.append(target)
-                }
-            }
+            noteTombstones(namedBy: object.storage, of: object.entityIndex)
         }
-        guard !back.isEmpty else { return nil }
-        return reloadFromParent(back, unheld: \.invalidated)
     }
 
     /// Brings back the ``tombstonesShownAgain`` that the parent still shows, as the parent
@@ -1703,10 +1691,7 @@ extension ObjectGraph {
         let parentView = link.sourceView()
         for (id, object) in objects where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                let held = Set(Self.targets(object.storage[index]).filter { target in
-                    guard let target = registered[target], target.lifecycle == .deletedElsewhere, !target.missingWhenLoaded else { return false }
-                    return parentView.row(target.objectID) == nil
-                })
+                let held = Set(tombstones(in: object.storage[index]) { !$0.missingWhenLoaded && parentView.row($0.objectID) == nil })
                 guard !held.isEmpty, let kept = Self.value(object.storage[index], without: held) else { continue }
                 if let read = object.base?[index], let lessHeld = Self.value(read, without: held) { object.base![index] = lessHeld }
                 object.storage[index] = kept

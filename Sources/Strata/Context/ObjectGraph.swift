@@ -358,16 +358,21 @@ final class ObjectGraph {
         return true
     }
 
-    /// Notes the tombstones held here that `values`, just read from the parent, name (see
-    /// ``tombstonesShownAgain``).
-    private func noteTombstones(namedBy values: [Value], of entity: Int) {
+    /// Notes the tombstones held here that `values`, just read from the parent (or taken from
+    /// it by a save), name (see ``tombstonesShownAgain``).
+    func noteTombstones(namedBy values: [Value], of entity: Int) {
         guard holdsTombstones else { return }
         for (index, info) in relationships[entity].enumerated() where info != nil {
-            for target in Self.targets(values[index]) {
-                guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, tombstone.isLoaded,
-                      !tombstone.mayReappear, !tombstone.deletedInConflict else { continue }
-                tombstonesShownAgain.insert(target)
-            }
+            tombstonesShownAgain.formUnion(tombstones(in: values[index]) { $0.isLoaded && !$0.mayReappear && !$0.deletedInConflict })
+        }
+    }
+
+    /// The objects a relationship's `value` names that are tombstones here and that `include`
+    /// accepts, in the value's order.
+    func tombstones(in value: Value, where include: (ManagedObject) -> Bool) -> [ObjectID] {
+        Self.targets(value).filter { target in
+            guard let object = registered[target], object.lifecycle == .deletedElsewhere else { return false }
+            return include(object)
         }
     }
 
@@ -1194,11 +1199,7 @@ final class ObjectGraph {
         for id in restored {
             guard let object = registered[id], object.isLoaded, object.lifecycle == .persistent else { continue }
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                for target in Self.targets(object.storage[index]) where !named.contains(target) {
-                    guard let tombstone = registered[target], tombstone.lifecycle == .deletedElsewhere, !tombstone.missingWhenLoaded,
-                          view.row(target) == nil else { continue }
-                    named.insert(target)
-                }
+                named.formUnion(tombstones(in: object.storage[index]) { !$0.missingWhenLoaded && view.row($0.objectID) == nil })
             }
         }
         gone += named.sorted()
