@@ -29,8 +29,8 @@ final class ObjectGraph {
     /// error to trap on, so the next save reports them (see ``takeUnappliedWrites()``).
     private(set) var unappliedWrites: [StoreError] = []
     /// Whether this context has made a tombstone of an object its parent holds deleted since
-    /// it was made or reset — a deletion it saved into the parent, or an object its save found
-    /// gone there: its merges then look for objects naming such a tombstone (see `merge`).
+    /// it was made or reset — a deletion it saved into the parent, or an object its save, or
+    /// reading it again, found gone there: its merges then look for objects naming such a tombstone (see `merge`).
     /// Never cleared otherwise — a flag, not a count, so that a merge in a context that never
     /// did pays nothing.
     var holdsDeletionsOfParent = false
@@ -1231,7 +1231,11 @@ final class ObjectGraph {
             // change, a song kept "no album" when the parent rolled the deletion back and
             // announced the song as it was; the album, back from its tombstone, had been put
             // in step with the change, and the next save was refused as an inverse violation.)
+            // A child's merges then look for it among what they take (see `merge`): a commit
+            // made before the parent's deletion still names it, and the parent does not tell a
+            // child of its deletions.
             makeTombstone(object)
+            if !link.isRoot { holdsDeletionsOfParent = true }
             forgetReferences(toDeleted: [object.objectID], pending: true)
             forgetReferences(to: object)
             return
