@@ -1321,6 +1321,11 @@ final class ObjectGraph {
         setTracking(object)
         touch(object)
         if (object.isLoaded ? object.storage : row.values) != before { pendingNotification.refreshed.insert(object.objectID) }
+        // Read again as the parent shows it, as a load reads it: what it names that is a
+        // tombstone here the parent shows again comes back at the end of the turn. (An album
+        // read again for a song's inverse named its artist again, which a refresh had found
+        // deleted in the parent before the parent rolled the deletion back.)
+        if object.isLoaded { noteTombstones(namedBy: row.values, of: object.entityIndex) }
     }
 
     /// Takes back, on the other side of each relationship `object` changed, what the change

@@ -596,3 +596,52 @@ extension SavedIntoParentNamingTombstoneTests {
         await f.close()
     }
 }
+
+extension SavedIntoParentNamingTombstoneTests {
+    /// A child refreshes an artist its parent holds deleted (a tombstone here, let go of by
+    /// its album); the parent rolls the deletion back, and the child, which does not follow
+    /// its parent, reads the album again — on its own, or to delete a song the parent shows
+    /// on it that the child's album does not list. The album takes the parent's row, naming
+    /// the artist, and the artist comes back as the parent shows it. (It stayed a tombstone
+    /// that the album named, and that named the album back — `sharedCoordinator` seed 22631
+    /// of the soak, through the song's deletion.)
+    @Test("an album read again as the parent shows it brings back the artist it names that the child held as deleted",
+          arguments: [false, true])
+    func albumReadAgainBringsBackItsArtist(throughSongDeletion: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        _ = await child.perform { c in c.object(with: o.x, as: Album.self).artist?.albums.count }
+        // Another context puts a new song n on x; the parent merges it.
+        let saves = f.other.didSave()
+        let n = try await f.other.perform { c in
+            let song = c.insert(Song.self)
+            song.songID = StoreTesting.uuid(80); song.title = "n"; song.milliseconds = 1
+            song.album = c.object(with: o.x, as: Album.self)
+            try await c.save()
+            return song.objectID
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await parent.merge(save)
+        await parent.perform { c in c.delete(c.object(with: o.a1)) }
+        let gone = await child.perform { c in
+            c.refresh(c.object(with: o.a1), mergeChanges: false)
+            return (c.object(with: o.a1).isDeletedElsewhere, c.object(with: o.x)["artist"])
+        }
+        #expect(gone.0 && gone.1 == .null, "a1 gone in the child, x without it: \(gone)")
+        await parent.perform { c in c.rollback() }
+        await child.perform { c in
+            if throughSongDeletion {
+                c.delete(c.object(with: n))
+            } else {
+                c.refresh(c.object(with: o.x), mergeChanges: true)
+            }
+        }
+        let shown = await child.perform { c in
+            (c.object(with: o.x)["artist"], c.object(with: o.a1).isDeletedElsewhere, c.object(with: o.a1)["albums"],
+             referencesToTombstones(c), relationshipDisagreements(c))
+        }
+        #expect(shown.0 == .object(o.a1) && !shown.1 && shown.2 == .objects([o.x]), "x's artist \(shown.0), a1 gone \(shown.1), a1 lists \(shown.2)")
+        #expect(shown.3.isEmpty && shown.4.isEmpty, "\(shown.3), \(shown.4)")
+        await f.close()
+    }
+}
