@@ -315,11 +315,9 @@ extension DeletionConflictTests {
         // Another context, reading the store (s still on x), adds a song to x.
         let saves = f.other.didSave()
         let added = try await f.other.perform { c in
-            let song = c.insert(Song.self)
-            song.songID = StoreTesting.uuid(77); song.title = "new"; song.milliseconds = 1
-            song.album = c.object(with: o.x, as: Album.self)
+            let song = insertSong(77, title: "new", on: o.x, in: c)
             try await c.save()
-            return song.objectID
+            return song
         }
         let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
         #expect(save.values[o.x]?.last == .objects([o.s, added]), "the commit still names s")
@@ -409,12 +407,10 @@ extension MergeAfterSavedDeletionTests {
         await parent.perform { c in c.delete(c.object(with: o.a1)) }
         let saves = f.other.didSave()
         let n = try await f.other.perform { c in
-            let song = c.insert(Song.self)
-            song.songID = StoreTesting.uuid(79); song.title = "n"; song.milliseconds = 1
-            song.album = c.object(with: o.x, as: Album.self)
+            let song = insertSong(79, on: o.x, in: c)
             c.object(with: o.y, as: Album.self).artist = c.object(with: o.a1, as: Artist.self)
             try await c.save()
-            return song.objectID
+            return song
         }
         let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
         #expect(save.values[o.a1]?.last == .objects([o.x, o.y]), "the commit still names x")
@@ -451,10 +447,9 @@ extension MergeAfterSavedDeletionTests {
         let (o, parent, child) = (f.objects, f.parent, f.child)
         // The store holds song n on no album.
         let n = try await f.other.perform { c in
-            let song = c.insert(Song.self)
-            song.songID = StoreTesting.uuid(78); song.title = "n"; song.milliseconds = 1
+            let song = insertSong(78, on: nil, in: c)
             try await c.save()
-            return song.objectID
+            return song
         }
         await parent.perform { c in c.object(with: n, as: Song.self).album = c.object(with: o.x, as: Album.self) }
         let read = await child.perform { c in c.object(with: o.x, as: Album.self).songs.map { ($0.objectID, $0.album?.objectID) } }
@@ -529,10 +524,9 @@ extension MergeAfterSavedDeletionTests {
         let f = try await ChildFixture(parent: "view", child: "editor")
         let (o, parent, child) = (f.objects, f.parent, f.child)
         let n = try await f.other.perform { c in
-            let song = c.insert(Song.self)
-            song.songID = StoreTesting.uuid(79); song.title = "n"; song.milliseconds = 1
+            let song = insertSong(79, on: nil, in: c)
             try await c.save()
-            return song.objectID
+            return song
         }
         await parent.perform { c in c.object(with: n, as: Song.self).album = c.object(with: o.x, as: Album.self) }
         let read = await child.perform { c in
@@ -614,11 +608,9 @@ extension SavedIntoParentNamingTombstoneTests {
         // Another context puts a new song n on x; the parent merges it.
         let saves = f.other.didSave()
         let n = try await f.other.perform { c in
-            let song = c.insert(Song.self)
-            song.songID = StoreTesting.uuid(80); song.title = "n"; song.milliseconds = 1
-            song.album = c.object(with: o.x, as: Album.self)
+            let song = insertSong(80, on: o.x, in: c)
             try await c.save()
-            return song.objectID
+            return song
         }
         let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
         _ = await parent.merge(save)
@@ -644,4 +636,12 @@ extension SavedIntoParentNamingTombstoneTests {
         #expect(shown.3.isEmpty && shown.4.isEmpty, "\(shown.3), \(shown.4)")
         await f.close()
     }
+}
+
+/// Inserts a song numbered `number` (its `songID`) on `album`, or on none, in `c`.
+private func insertSong(_ number: Int, title: String = "n", on album: ObjectID?, in c: isolated ObjectContext) -> ObjectID {
+    let song = c.insert(Song.self)
+    song.songID = StoreTesting.uuid(number); song.title = title; song.milliseconds = 1
+    if let album { song.album = c.object(with: album, as: Album.self) }
+    return song.objectID
 }
