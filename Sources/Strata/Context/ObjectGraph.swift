@@ -1194,6 +1194,12 @@ final class ObjectGraph {
         // deletion first (it merged the commit before its parent did), so its letting go was
         // a change of its own, which the rollback dropped. (An album listed again a song
         // deleted elsewhere, which named it back.)
+        // One the parent still shows — it has not merged the deletion yet, or keeps changes
+        // to the object in conflict with it — comes back as the parent shows it at the end of
+        // the turn, as for a load: after a rollback the context shows what its parent shows.
+        // (A song the view had inserted on an album named it again in an editor that had
+        // merged the album's deletion, kept in the view for the view's changes; the album
+        // stayed a tombstone naming the song.)
         let view = link.sourceView()
         var named = Set<ObjectID>()
         for id in restored {
@@ -1201,6 +1207,7 @@ final class ObjectGraph {
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
                 named.formUnion(tombstones(in: object.storage[index]) { !$0.missingWhenLoaded && view.row($0.objectID) == nil })
             }
+            noteTombstones(namedBy: object.storage, of: object.entityIndex)
         }
         gone += named.sorted()
         // Once every object has its values back. (An artist read before the album was deleted

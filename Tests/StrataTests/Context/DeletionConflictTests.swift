@@ -557,6 +557,49 @@ extension MergeAfterSavedDeletionTests {
     }
 }
 
+extension MergeAfterSavedDeletionTests {
+    /// A parent inserts a song on album x, and then merges another context's deletion of x:
+    /// x holds the parent's change (its list gained the song), so under `error` the parent
+    /// keeps it, deleted in conflict, for its next save to report — and still shows it. A
+    /// child that read the song on x merges the same deletion: x is a tombstone here, and the
+    /// song lets go of it as a change of the child's (the parent still shows the song on x).
+    /// The child's rollback gives the song its album back, as the parent shows it — and x
+    /// too: after a rollback the child shows what its parent shows. (The song named x again,
+    /// a tombstone naming the song back — `hybrid` seed 23483 of the soak, an editor
+    /// following the view.)
+    @Test("a child's rollback brings back, as its parent shows it, an object the store deleted that the parent keeps in conflict")
+    func rollbackBringsBackDeletionParentKeepsInConflict() async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        let n = await parent.perform { c in insertSong(82, on: o.x, in: c) }
+        let read = await child.perform { c in c.object(with: o.x, as: Album.self).songs.map { ($0.objectID, $0.album?.objectID) } }
+        #expect(read.map(\.0) == [o.s, n] && read.allSatisfy { $0.1 == o.x }, "\(read)")
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
+            c.delete(c.object(with: o.s))
+            c.delete(c.object(with: o.x))
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await parent.merge(save)
+        let kept = await parent.perform { c in (c.object(with: o.x).isDeletedElsewhere, c.object(with: n)["album"]) }
+        #expect(!kept.0 && kept.1 == .object(o.x), "the parent keeps x in conflict, n on it: \(kept)")
+        _ = await child.merge(save)
+        let merged = await child.perform { c in (c.object(with: o.x).isDeletedElsewhere, c.object(with: n)["album"]) }
+        #expect(merged.0 && merged.1 == .null, "\(merged)")
+        await child.rollback()
+        let shown = await child.perform { c in
+            (c.object(with: n)["album"], c.object(with: o.x).isDeletedElsewhere, c.object(with: o.x)["songs"],
+             referencesToTombstones(c), relationshipDisagreements(c), c.hasChanges)
+        }
+        #expect(shown.0 == .object(o.x) && !shown.1 && shown.2 == .objects([n]), "n's album \(shown.0), x gone \(shown.1), x lists \(shown.2)")
+        // The parent's conflict shows as it is there: x still names a1, which lists it no more.
+        let parentDisagrees = await parent.perform { c in relationshipDisagreements(c) }
+        #expect(shown.3.isEmpty && shown.4 == parentDisagrees && !shown.5, "\(shown.3), \(shown.4) (parent: \(parentDisagrees)), pending \(shown.5)")
+        await f.close()
+    }
+}
+
 extension SavedIntoParentNamingTombstoneTests {
     /// A child refreshes a song its parent holds deleted (a tombstone here) and then reads
     /// the song's album, which the parent holds deleted too (missing here, so it comes back
