@@ -1506,6 +1506,10 @@ extension ObjectGraph {
                 }
             }
             makeTombstone(object)
+            // A child: what it merges later may still name the object while the parent holds it
+            // deleted — a commit the parent's pending deletion reached after this one, say (see
+            // `letGoOfDeletionsHeldByParent`).
+            if !link.isRoot { holdsDeletionsOfParent = true }
         }
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.
@@ -1677,11 +1681,11 @@ extension ObjectGraph {
     }
 
     /// Lets `objects`, just merged, let go of tombstones of objects the parent holds deleted —
-    /// deletions this context saved into it, or objects this context's save found gone there:
-    /// a commit made before the deletion reached the store still relates objects to them, and
-    /// merged here they would name a tombstone. The parent's own merge of that commit let go
-    /// of them (its pending deletion's rules), so letting go is not this context's change: the
-    /// merged value and the base both lose them. Should the parent drop the deletion, the
+    /// deletions this context saved into it or merged from it, or objects this context's save
+    /// found gone there: a commit made before the deletion reached the store still relates
+    /// objects to them, and merged here they would name a tombstone. The parent's own merge of
+    /// that commit let go of them (its pending deletion's rules), so letting go is not this
+    /// context's change: the merged value and the base both lose them. Should the parent drop the deletion, the
     /// object comes back with the objects on the other side (`reloadFromParent`). (An
     /// editor's album listed again a song the editor had deleted and saved into the view, and
     /// an editor's artist an album its save had found deleted in the view, once an import's

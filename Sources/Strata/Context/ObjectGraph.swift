@@ -29,10 +29,10 @@ final class ObjectGraph {
     /// error to trap on, so the next save reports them (see ``takeUnappliedWrites()``).
     private(set) var unappliedWrites: [StoreError] = []
     /// Whether this context has made a tombstone of an object its parent holds deleted since
-    /// it was made or reset — a deletion it saved into the parent, or an object its save, or
-    /// reading it again, found gone there: its merges then look for objects naming such a
-    /// tombstone (see `merge`). Never cleared otherwise — a flag, not a count, so that a merge
-    /// in a context that never did pays nothing.
+    /// it was made or reset — a deletion it saved into the parent, one it merged, or an object
+    /// its save, or reading it again, found gone there: its merges then look for objects
+    /// naming such a tombstone (see `merge`). Never cleared otherwise — a flag, not a count,
+    /// so that a merge in a context that never did pays nothing.
     var holdsDeletionsOfParent = false
     /// Tombstones that an object loaded or brought back to life names as its parent shows it: this
     /// context learned of a deletion the parent held, which the parent has dropped since

@@ -688,3 +688,42 @@ private func insertSong(_ number: Int, title: String = "n", on album: ObjectID?,
     if let album { song.album = c.object(with: album, as: Album.self) }
     return song.objectID
 }
+
+extension MergeAfterSavedDeletionTests {
+    /// A child following its parent holds an artist the parent deletes (a stale read) and an
+    /// album; another context moves the album to the artist, and the parent's cascade takes
+    /// it — the child merges the album's deletion as the parent announces it, and the artist
+    /// lets go of it. Another commit then gives the artist another album, its list still
+    /// naming the first: the child's artist lets go of it again (and of the other, which the
+    /// cascade takes too). (It listed the tombstone, which named it back —
+    /// `hybrid` seed 23310 of the soak, an editor merging the view's cascade: only a deletion
+    /// the child saved into its parent, or found there, made its merges look.)
+    @Test("a merged artist lets go of an album the child merged its parent's cascade deletion of")
+    func mergedArtistLetsGoOfAlbumParentsCascadeTook() async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        await child.perform { c in c.automaticallyMergesChanges = true }
+        _ = await child.perform { c in (c.object(with: o.a2, as: Artist.self).albums.count, c.object(with: o.y, as: Album.self).artist?.objectID) }
+        await parent.perform { c in
+            c.delete(c.object(with: o.a2))
+            // The parent follows the store; the child takes what the parent merges.
+            c.automaticallyMergesChanges = true
+        }
+        try await f.other.perform { c in
+            c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        try await f.other.perform { c in
+            c.object(with: o.a2, as: Artist.self).name = "renamed"
+            c.object(with: o.x, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
+            try await c.save()
+        }
+        await waitUntil(child, "the child to take both commits") { c in c.object(with: o.a2)["name"] == .string("renamed") }
+        let shown = await child.perform { c in
+            (c.object(with: o.y).isDeletedElsewhere, c.object(with: o.a2)["albums"], referencesToTombstones(c), c.hasChanges)
+        }
+        #expect(shown.0 && shown.1 == .objects([]), "y gone \(shown.0), a2 lists \(shown.1)")
+        #expect(shown.2.isEmpty && !shown.3, "\(shown.2), pending \(shown.3)")
+        await f.close()
+    }
+}
