@@ -350,7 +350,6 @@ extension ObjectGraph {
             makeTombstone(object)
             gone.append(id)
         }
-        if !gone.isEmpty, !link.isRoot { holdsDeletionsOfParent = true }
         // (Left naming them, an artist the child had read still listed the album the parent
         // had deleted — a deleted object — and a song on it still showed it.)
         forgetReferences(toDeleted: gone, pending: true)
@@ -590,7 +589,6 @@ extension ObjectGraph {
             object.lifecycle = .deletedElsewhere
             // Saved into the parent: deleted while the parent holds the deletion.
             object.deletionSavedToParent = committed == nil
-            if committed == nil { holdsDeletionsOfParent = true }
             setTracking(object)
             noteChanged(object)
         }
@@ -633,7 +631,6 @@ extension ObjectGraph {
                 guard let object = registered[id], object.lifecycle == .deleted, view.row(id) == nil else { continue }
                 object.lifecycle = .deletedElsewhere
                 object.deletionSavedToParent = true
-                holdsDeletionsOfParent = true
                 object.changedKeys = []
                 setTracking(object)
                 noteChanged(object)
@@ -1506,10 +1503,6 @@ extension ObjectGraph {
                 }
             }
             makeTombstone(object)
-            // A child: what it merges later may still name the object while the parent holds it
-            // deleted — a commit the parent's pending deletion reached after this one, say (see
-            // `letGoOfDeletionsHeldByParent`).
-            if !link.isRoot { holdsDeletionsOfParent = true }
         }
         // The objects held here that the save changed: found from whichever side is smaller,
         // so that a merge into a context holding few objects costs what it holds.
@@ -1685,12 +1678,12 @@ extension ObjectGraph {
     /// found gone there: a commit made before the deletion reached the store still relates
     /// objects to them, and merged here they would name a tombstone. The parent's own merge of
     /// that commit let go of them (its pending deletion's rules), so letting go is not this
-    /// context's change: the merged value and the base both lose them. Should the parent drop the deletion, the
-    /// object comes back with the objects on the other side (`reloadFromParent`). (An
-    /// editor's album listed again a song the editor had deleted and saved into the view, and
-    /// an editor's artist an album its save had found deleted in the view, once an import's
-    /// commit naming them was merged; the editor follows only the imports, so nothing took
-    /// them out again.)
+    /// context's change: the merged value and the base both lose them. Should the parent drop
+    /// the deletion, the object comes back with the objects on the other side
+    /// (`reloadFromParent`). (An editor's album listed again a song the editor had deleted and
+    /// saved into the view, and an editor's artist an album its save had found deleted in the
+    /// view, once an import's commit naming them was merged; the editor follows only the
+    /// imports, so nothing took them out again.)
     private func letGoOfDeletionsHeldByParent(in objects: [(id: ObjectID, object: ManagedObject)]) {
         let parentView = link.sourceView()
         for (id, object) in objects where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {

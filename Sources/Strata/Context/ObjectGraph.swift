@@ -28,12 +28,12 @@ final class ObjectGraph {
     /// is gone), in order: a setter cannot throw, and a deletion elsewhere is no programmer
     /// error to trap on, so the next save reports them (see ``takeUnappliedWrites()``).
     private(set) var unappliedWrites: [StoreError] = []
-    /// Whether this context has made a tombstone of an object its parent holds deleted since
-    /// it was made or reset — a deletion it saved into the parent, one it merged, or an object
-    /// its save, or reading it again, found gone there: its merges then look for objects
-    /// naming such a tombstone (see `merge`). Never cleared otherwise — a flag, not a count,
-    /// so that a merge in a context that never did pays nothing.
-    var holdsDeletionsOfParent = false
+    /// Whether this context may hold a tombstone of an object its parent holds deleted — a
+    /// deletion it saved into the parent or merged from it, or an object its save, or reading
+    /// it again, found gone there: a child that has held a tombstone since it was made or
+    /// reset. Its merges then look for objects naming such a tombstone (see `merge`); a merge
+    /// in a context that never held one pays nothing.
+    var holdsDeletionsOfParent: Bool { !link.isRoot && holdsTombstones }
     /// Tombstones that an object loaded or brought back to life names as its parent shows it: this
     /// context learned of a deletion the parent held, which the parent has dropped since
     /// (a context that does not follow its parent is not told). Brought back, with the
@@ -1109,7 +1109,6 @@ final class ObjectGraph {
             let before = shownBeforeTurn[id] ?? [:]
             if object.storage.indices.contains(where: { (before[$0] ?? object.storage[$0]) != base[$0] }) { shownChanged.insert(id) }
         }
-        holdsDeletionsOfParent = false
         tombstonesShownAgain = []
         for object in registered.values {
             object.lifecycle = .deletedElsewhere
@@ -1238,11 +1237,7 @@ final class ObjectGraph {
             // change, a song kept "no album" when the parent rolled the deletion back and
             // announced the song as it was; the album, back from its tombstone, had been put
             // in step with the change, and the next save was refused as an inverse violation.)
-            // A child's merges then look for it among what they take (see `merge`): a commit
-            // made before the parent's deletion still names it, and the parent does not tell a
-            // child of its deletions.
             makeTombstone(object)
-            if !link.isRoot { holdsDeletionsOfParent = true }
             forgetReferences(toDeleted: [object.objectID], pending: true)
             forgetReferences(to: object)
             return
