@@ -83,20 +83,26 @@ struct ColdOpenScenario: Scenario {
     }
 
     private func buildStore(at path: String, objects: Int, batch: Int, seed: UInt64) async throws -> Build {
-        let (store, build) = try await Self.commitWorkload(at: path, objects: objects, batch: batch, seed: seed, durability: .full)
+        let (store, build) = try await Self.commitWorkload(at: path, objects: objects, batch: batch, seed: seed, durability: .full, inOrder: true)
         await store.close()
         return build
     }
 
     /// Creates a store at `path` and commits the workload's change sets to it one after the
-    /// other; the clock runs only over the commits. The store is left open.
+    /// other — with ``Store/commit(inOrder:)``, as a bulk load would, or, unless `inOrder`,
+    /// each with its own awaited ``Store/commit(_:)``; the clock runs only over the commits.
+    /// The store is left open.
     private static func commitWorkload(at path: String, objects: Int, batch: Int, seed: UInt64,
-                                       durability: Durability) async throws -> (Store, Build) {
+                                       durability: Durability, inOrder: Bool) async throws -> (Store, Build) {
         let store = try Store.create(at: path, schema: Workload.schema, configuration: .init(durability: durability))
         let sets = Workload.insertions(objects: objects, batch: batch, seed: seed, store: store)
         let processorStart = Measure.processorSeconds()
         let start = Measure.now()
-        for set in sets { try await store.commit(set) }
+        if inOrder {
+            try await store.commit(inOrder: sets)
+        } else {
+            for set in sets { try await store.commit(set) }
+        }
         let seconds = Measure.seconds(since: start)
         let processor = Measure.processorSeconds() - processorStart
         return (store, Build(objects: store.currentGeneration.totalCount, seconds: seconds, processorSeconds: processor,
@@ -123,11 +129,12 @@ struct ColdOpenScenario: Scenario {
     /// change sets for `objects` objects (batches of 10,000, seed 1), then commits them
     /// one after the other and prints the commits' wall and processor time — nothing else
     /// runs while the clock does, and the process exits without closing the store or
-    /// freeing its generation. `sandbox --probe-commit OBJECTS full|relaxed|none`.
-    static func probeCommit(objects: Int, durability: Durability) async throws -> Never {
+    /// freeing its generation. `sandbox --probe-commit OBJECTS full|relaxed|none [awaited]`.
+    static func probeCommit(objects: Int, durability: Durability, inOrder: Bool) async throws -> Never {
         let directory = Measure.temporaryDirectory("probe-commit")
-        let (store, build) = try await commitWorkload(at: directory + "/store", objects: objects, batch: 10_000, seed: 1, durability: durability)
-        printLine("committed \(build.objects) objects in \(build.batches) change sets at .\(durability.rawValue): \(format(build.seconds)) s, \(format(build.processorSeconds)) s of processor time, \(format(Double(build.bytes) / 1e6)) MB")
+        let (store, build) = try await commitWorkload(at: directory + "/store", objects: objects, batch: 10_000, seed: 1,
+                                                      durability: durability, inOrder: inOrder)
+        printLine("committed \(build.objects) objects in \(build.batches) change sets \(inOrder ? "in order" : "awaited one by one") at .\(durability.rawValue): \(format(build.seconds)) s, \(format(build.processorSeconds)) s of processor time, \(format(Double(build.bytes) / 1e6)) MB")
         try? FileManager.default.removeItem(atPath: directory)
         withExtendedLifetime(store) { exit(0) }
     }

@@ -41,9 +41,15 @@ enum SandboxMain {
         if arguments.first == ShootoutScenario.childFlag {
             await ShootoutScenario.runChild(Array(arguments.dropFirst()))
         }
-        if arguments.first == "--probe-commit", arguments.count == 3, let objects = Int(arguments[1]),
-           let durability = Durability(rawValue: arguments[2]) {
-            do { try await ColdOpenScenario.probeCommit(objects: objects, durability: durability) } catch { fail("\(error)", status: 1) }
+        if arguments.first == "--probe-commit", arguments.count == 3 || arguments.count == 4, let objects = Int(arguments[1]),
+           let durability = Durability(rawValue: arguments[2]), arguments.count == 3 || arguments[3] == "awaited" {
+            // `sandbox --probe-commit OBJECTS full|relaxed|none [awaited]`: `awaited` commits
+            // each change set with its own awaited `commit(_:)` instead of `commit(inOrder:)`.
+            do {
+                try await ColdOpenScenario.probeCommit(objects: objects, durability: durability, inOrder: arguments.count == 3)
+            } catch {
+                fail("\(error)", status: 1)
+            }
         }
         if arguments.first == "--probe-durability", arguments.count == 4 || arguments.count == 5, let writers = Int(arguments[1]),
            let durability = Durability(rawValue: arguments[2]), let saves = Int(arguments[3]), writers > 0, saves > 0,

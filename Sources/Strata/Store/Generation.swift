@@ -136,6 +136,45 @@ public struct Generation: Sendable {
         }
     }
 
+    /// Adds the rows `record` inserts, entity by entity: each entity's rows go into its
+    /// table in one batch (see ``PersistentTable/updateValues(count:_:)``), and into its
+    /// indexes — the unique one only when `indexingUniques`.
+    private mutating func insertRows(of record: TransactionRecord, indexingUniques: Bool) {
+        // The rows of each entity, in the record's order (what each entity needs is looked
+        // up once per run of rows of the same entity).
+        var rowsOf = [[Int]](repeating: [], count: tables.count)
+        var last: (name: EntityKey, entity: Int)?
+        record.inserted.withUnsafeBufferPointer { rows in
+            for i in rows.indices {
+                let key = rows[i].id.entityKey
+                if last?.name != key { last = (key, schema.entityIndex(of: rows[i].id)!) }
+                rowsOf[last!.entity].append(i)
+            }
+        }
+        let version = record.number
+        for entity in rowsOf.indices where !rowsOf[entity].isEmpty {
+            let rows = rowsOf[entity]
+            record.inserted.withUnsafeBufferPointer { inserted in
+                tables[entity].updateValues(count: rows.count) { i in
+                    let row = inserted[rows[i]]
+                    return (row.id.number, StoredRow(values: row.values, version: version))
+                }
+                let unique = indexingUniques ? schema.layout.entities[entity].uniqueAttribute : nil
+                let ordered = builtOrderedIndexes(of: entity)
+                var highest = highestNumbers[entity]
+                for i in rows {
+                    let number = inserted[i].id.number
+                    if let unique, !inserted[i].values[unique].isNull { uniqueIndexes[entity]![inserted[i].values[unique]] = number }
+                    for (attribute, box) in ordered {
+                        box.withLock { $0?.insert(inserted[i].values[attribute], number: number) }
+                    }
+                    if number > highest { highest = number }
+                }
+                highestNumbers[entity] = highest
+            }
+        }
+    }
+
     mutating func updateRow(_ id: ObjectID, entity: Int, changes: [PropertyChange], version: UInt64) {
         guard var row = tables[entity][id.number] else { preconditionFailure("update of \(id), which this generation lacks") }
         let unique = uniqueAttributeIndex(entity)
@@ -234,20 +273,7 @@ public struct Generation: Sendable {
     /// values when not `indexingUniqueInserts` (the caller indexes them).
     mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
         detachIndexes(touchedBy: record)
-        // What each entity needs is looked up once per run of rows of the same entity.
-        var last: (name: EntityKey, entity: Int, unique: Int?, ordered: [(attribute: Int, box: Locked<SortedIndex?>)])?
-        // The built ordered indexes of each entity inserted into, looked up at its first row.
-        var ordered: [[(attribute: Int, box: Locked<SortedIndex?>)]?] = record.inserted.isEmpty ? [] : Array(repeating: nil, count: tables.count)
-        for row in record.inserted {
-            if last?.name != row.id.entityKey {
-                let entity = schema.entityIndex(of: row.id)!
-                let layout = schema.layout.entities[entity]
-                if ordered[entity] == nil { ordered[entity] = builtOrderedIndexes(of: entity) }
-                last = (row.id.entityKey, entity, indexingUniqueInserts ? layout.uniqueAttribute : nil, ordered[entity]!)
-            }
-            guard let (_, entity, unique, ordered) = last else { continue }
-            insertRow(row.id.number, entity: entity, values: row.values, version: record.number, unique: unique, ordered: ordered)
-        }
+        if !record.inserted.isEmpty { insertRows(of: record, indexingUniques: indexingUniqueInserts) }
         for update in record.updated {
             updateRow(update.id, entity: schema.entityIndex(of: update.id)!, changes: update.changes, version: record.number)
         }

@@ -75,6 +75,44 @@ public struct PersistentTable<Element: Sendable>: Sendable {
         return old
     }
 
+    /// Sets the elements `entry(0)`, `entry(1)`, … `entry(count - 1)` give, each for its
+    /// key, as many ``updateValue(_:forKey:)`` calls would. A key in the same leaf as the
+    /// key before it is set in that leaf without walking from the root again, so a run of
+    /// consecutive keys — the objects a bulk insert adds — walks once per 32 keys.
+    public mutating func updateValues(count entries: Int, _ entry: (Int) -> (key: UInt64, element: Element)) {
+        // The leaf of the last key set, owned by this table alone: the walk that found it
+        // made every node on its path unique, and nothing copies them meanwhile.
+        var leaf: Unmanaged<Node>?
+        var leafPrefix: UInt64 = 0
+        for i in 0..<entries {
+            let (key, element) = entry(i)
+            if leaf == nil || key >> 5 != leafPrefix {
+                if root == nil { root = Node(leaf: shift == 0) }
+                while key >= capacity {
+                    let grown = Node(leaf: false)
+                    if root!.count > 0 {
+                        grown.children[0] = root
+                        grown.count = 1
+                    }
+                    root = grown
+                    shift += 5
+                }
+                if !isKnownUniquelyReferenced(&root!) { root = root!.copy() }
+                let top = Unmanaged.passUnretained(root!)
+                leaf = top._withUnsafeGuaranteedRef { $0.uniqueLeaf(for: key, shift: shift) }
+                leafPrefix = key >> 5
+            }
+            let added = leaf!._withUnsafeGuaranteedRef { node in
+                let slot = Int(key & 31)
+                let added = node.elements[slot] == nil
+                if added { node.count += 1 }
+                node.elements[slot] = element
+                return added
+            }
+            if added { count += 1 }
+        }
+    }
+
     /// Removes the element for `key`; returns it, if there was one.
     @discardableResult
     public mutating func removeValue(forKey key: UInt64) -> Element? {
@@ -167,6 +205,22 @@ final class TableNode<Element: Sendable>: @unchecked Sendable {
         // Borrowed: this node keeps the child alive (no retain and release per level).
         let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]!) }
         return child._withUnsafeGuaranteedRef { $0.update(key, element, shift: shift - 5) }
+    }
+
+    /// The leaf that holds `key`, made (with the nodes on its path) or copied where shared
+    /// so that this node's path to it is owned by this node alone. `self` must be uniquely
+    /// referenced; the leaf lives as long as this node keeps it.
+    func uniqueLeaf(for key: UInt64, shift: UInt64) -> Unmanaged<TableNode> {
+        if shift == 0 { return Unmanaged.passUnretained(self) }
+        let slot = Int((key >> shift) & 31)
+        if children[slot] == nil {
+            children[slot] = TableNode(leaf: shift == 5)
+            count += 1
+        } else if !isKnownUniquelyReferenced(&children[slot]!) {
+            children[slot] = children[slot]!.copy()
+        }
+        let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]!) }
+        return child._withUnsafeGuaranteedRef { $0.uniqueLeaf(for: key, shift: shift - 5) }
     }
 
     /// `self` must be uniquely referenced and hold `key`.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // MARK: - The commit pipeline
 
@@ -27,9 +28,66 @@ extension Store {
     /// transaction itself instead of waking the journal's writer and waiting to be woken
     /// (see ``Journal/writeAsLeader()``).
     nonisolated(nonsending) func commitOnCallersExecutor(_ changes: ChangeSet, mayBlock: Bool) async throws(StoreError) -> CommitResult {
+        try await finish(try stage(changes, mayBlock: mayBlock))
+    }
+
+    /// Commits change sets one after the other, each as its own transaction, as many
+    /// ``commit(_:)`` calls awaited in turn would — but while the journal makes one durable,
+    /// the next is already being checked, so that a bulk load's processor work and its
+    /// syncs overlap instead of taking turns. Returns once every transaction is durable and
+    /// published, with their results in order.
+    ///
+    /// Each change set is checked against the generation the one before produced (so it
+    /// may refer to the objects they insert). If one fails, the ones before it are
+    /// committed — this waits until they are durable — and it and the ones after it are
+    /// not: the error is its own, as ``commit(_:)`` would throw it, with
+    /// ``StoreError/transaction`` set to the number it would have taken. A sequence that
+    /// throws nothing commits as a whole.
+    /// - Throws: ``StoreError``, as ``commit(_:)``.
+    @discardableResult
+    public func commit(inOrder changeSets: some Sequence<ChangeSet>) async throws(StoreError) -> [CommitResult] {
+        var results: [CommitResult] = []
+        // The transaction staged last, which the journal makes durable while the next one
+        // is staged: at most two are in flight.
+        var inFlight: StagedCommit?
+        for changes in changeSets {
+            let staged: StagedCommit
+            do throws(StoreError) {
+                staged = try stage(changes, mayBlock: false)
+            } catch {
+                var failure = error
+                if failure.transaction == nil { failure.transaction = (inFlight?.generation.transaction ?? currentGeneration.transaction) + 1 }
+                if let inFlight { results.append(try await finish(inFlight)) }
+                throw failure
+            }
+            if let inFlight { results.append(try await finish(inFlight)) }
+            inFlight = staged
+        }
+        if let inFlight { results.append(try await finish(inFlight)) }
+        return results
+    }
+
+    /// A change set checked, applied to the head and queued for the journal: it is
+    /// committed once the journal makes it durable (see ``finish(_:)``).
+    struct StagedCommit {
+        /// `nil` when the change set was empty or the merge policy dropped every change.
+        var notification: CommitNotification?
+        /// The new head; when nothing was committed, the head the change set was resolved
+        /// against (or, for an empty one, the current generation).
+        var generation: Generation
+        var resolved: [Conflict]
+        /// The appender's part in writing the transaction (see ``Journal/AppendTurn``).
+        var turn: Journal.AppendTurn = .none
+        /// Whether the change set was empty: its result does not wait for anything.
+        var isEmpty = false
+    }
+
+    /// Checks `changes` against the head, applies them and queues the transaction: the
+    /// processor's part of a commit, under the commit lock. Throws, changing nothing, when
+    /// the change set is refused.
+    private func stage(_ changes: ChangeSet, mayBlock: Bool) throws(StoreError) -> StagedCommit {
         guard !changes.isEmpty else {
-            let generation = currentGeneration
-            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: [], notification: nil)
+            return StagedCommit(notification: nil, generation: currentGeneration, resolved: [], isEmpty: true)
         }
         let journal = self.journal
         // A poisoned or closed journal refuses every commit as such, before conflicts are
@@ -45,11 +103,10 @@ extension Store {
             var encoded = try journal.encode(record, validated: false)
             let next: Generation
             do throws(StoreError) {
-                next = try plan.applyCheckingUniques(record)
-                // The importer checks these constraints line by line as it stages (and names the
+                // The importer checks the constraints line by line as it stages (and names the
                 // line); its change sets skip the second pass. Same in every build, so the tests,
                 // which check the store's integrity after imports, cover the path users run.
-                if !changes.constraintsChecked { try plan.checkConstraints(after: next) }
+                next = try plan.apply(record, checkingConstraints: !changes.constraintsChecked)
             } catch {
                 journal.discard(&encoded)
                 throw error
@@ -71,19 +128,28 @@ extension Store {
         }
         // Outside the commit lock: others commit meanwhile.
         if let notification { journal.takeTurn(turn, for: notification.transaction) }
-        guard let notification else {
-            // The merge policy dropped every change. The head it was resolved against may hold
-            // other committers' transactions not yet durable: it is returned once they are, and
-            // published, as a commit's own generation would be (it was returned at once, before
-            // the transactions in it were durable or anyone else could see them).
-            try await journal.waitUntilDurable(generation.transaction)
-            ensurePublished(generation.transaction)
-            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: resolved, notification: nil)
+        return StagedCommit(notification: notification, generation: generation, resolved: resolved, turn: turn)
+    }
+
+    /// Waits until a staged transaction is durable, makes sure it is published, and
+    /// returns its result.
+    nonisolated(nonsending) private func finish(_ staged: StagedCommit) async throws(StoreError) -> CommitResult {
+        let generation = staged.generation
+        guard let notification = staged.notification else {
+            // Nothing committed. The head it was resolved against may hold other committers'
+            // transactions not yet durable: it is returned once they are, and published, as
+            // a commit's own generation would be (it was returned at once, before the
+            // transactions in it were durable or anyone else could see them).
+            if !staged.isEmpty {
+                try await journal.waitUntilDurable(generation.transaction)
+                ensurePublished(generation.transaction)
+            }
+            return CommitResult(transaction: generation.transaction, generation: generation, resolvedConflicts: staged.resolved, notification: nil)
         }
         let number = notification.transaction
-        try await journal.waitUntilDurable(number, after: turn)
+        try await journal.waitUntilDurable(number, after: staged.turn)
         ensurePublished(number)
-        return CommitResult(transaction: number, generation: generation, resolvedConflicts: resolved, notification: notification)
+        return CommitResult(transaction: number, generation: generation, resolvedConflicts: staged.resolved, notification: notification)
     }
 }
 
@@ -560,22 +626,34 @@ struct CommitPlan {
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
     /// The generation `record` (checked against the schema) produces from the head, after
-    /// checking its unique keys against the head. A large transaction is applied while its
-    /// keys are checked, on another thread: the head does not change meanwhile, and the new
-    /// generation is thrown away if a key is taken.
-    func applyCheckingUniques(_ record: TransactionRecord) throws(StoreError) -> Generation {
+    /// checking its unique keys against the head and — when `checkingConstraints` — the
+    /// constraints on the result (``checkConstraints(after:)``).
+    ///
+    /// A large transaction is checked on two threads at once: one checks (and, for a
+    /// transaction that only inserts, indexes) its unique keys while the other fills the
+    /// tables; then both check the inserted rows' constraints in chunks, each as soon as it
+    /// is done with its first part (the head does not change meanwhile, and the new
+    /// generation is thrown away if anything fails). The failure reported is the one a
+    /// single pass would have found first: a unique key's, then the earliest row's.
+    func apply(_ record: TransactionRecord, checkingConstraints: Bool) throws(StoreError) -> Generation {
         guard record.inserted.count + record.updated.count >= Self.rowsCheckedInParallel, Self.processors > 1 else {
             try checkUniques(record)
             var next = head
             next.applyValidated(record)
+            if checkingConstraints { try checkConstraints(after: next) }
             return next
         }
         // A transaction that only inserts (a bulk import) has its unique keys checked and
         // indexed in one walk each, on one thread, while the other fills the tables.
         let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
+        let chunks = checkingConstraints ? (inserted.count + Self.rowsCheckedPerChunk - 1) / Self.rowsCheckedPerChunk : 0
         // Each side's outcome crosses threads under a lock (which ThreadSanitizer sees,
-        // unlike the join inside `concurrentPerform`).
-        let outcome = Locked<(failure: StoreError?, next: Generation?, indexes: [UniqueIndex?]?)>((nil, nil, nil))
+        // unlike the join inside `concurrentPerform`). `filled` is the generation with the
+        // tables filled, for the side that checks unique keys to check rows in.
+        let outcome = Locked<(failure: StoreError?, filled: Generation?, indexes: [UniqueIndex?]?)>((nil, nil, nil))
+        let nextChunk = Atomic<Int>(0)
+        // The earliest chunk that failed, and its failure: chunks after it are skipped.
+        let rowFailure = Locked<(chunk: Int, error: StoreError)?>(nil)
         DispatchQueue.concurrentPerform(iterations: 2) { part in
             if part == 0 {
                 do throws(StoreError) {
@@ -587,18 +665,49 @@ struct CommitPlan {
                     }
                 } catch {
                     outcome.withLock { $0.failure = error }
+                    return
                 }
+                // Rows are checked in the generation the other side filled, once it has.
+                if let filled = outcome.withLock({ $0.failure == nil ? $0.filled : nil }) { checkChunks(of: chunks, in: filled, taking: nextChunk, failure: rowFailure) }
             } else {
                 var next = head
                 next.applyValidated(record, indexingUniqueInserts: !insertsOnly)
-                outcome.withLock { $0.next = next }
+                outcome.withLock { $0.filled = next }
+                if outcome.withLock({ $0.failure == nil }) { checkChunks(of: chunks, in: next, taking: nextChunk, failure: rowFailure) }
             }
         }
-        let (failure, applied, indexes) = outcome.withLock { ($0.failure, $0.next, $0.indexes) }
+        let (failure, filled, indexes) = outcome.withLock { ($0.failure, $0.filled, $0.indexes) }
         if let failure { throw failure }
-        guard var next = applied else { preconditionFailure("concurrentPerform returned before applying the transaction") }
+        if let failure = rowFailure.withLock({ $0?.error }) { throw failure }
+        guard var next = filled else { preconditionFailure("concurrentPerform returned before applying the transaction") }
         if let indexes { next.uniqueIndexes = indexes }
+        if checkingConstraints { try checkChangedAndDeleted(after: next) }
         return next
+    }
+
+    /// The rows a thread checks at a time when two check a transaction's inserted rows.
+    static var rowsCheckedPerChunk: Int { 512 }
+
+    /// Checks chunks of the inserted rows in `next` (see ``rowsCheckedPerChunk``), taking
+    /// each chunk's number from `counter` until `chunks` are taken, and records the earliest
+    /// chunk's failure in `failure`; skips chunks after a chunk that failed.
+    private func checkChunks(
+        of chunks: Int, in next: Generation, taking counter: borrowing Atomic<Int>, failure: Locked<(chunk: Int, error: StoreError)?>
+    ) {
+        let lists = InverseLists()
+        let size = Self.rowsCheckedPerChunk
+        while true {
+            let index = counter.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < chunks else { return }
+            if let failed = failure.withLock({ $0?.chunk }), failed < index { return }
+            do throws(StoreError) {
+                try checkInserted(index * size..<min(inserted.count, (index + 1) * size), in: next, lists: lists)
+            } catch {
+                failure.withLock { earliest in
+                    if earliest.map({ index < $0.chunk }) ?? true { earliest = (index, error) }
+                }
+            }
+        }
     }
 
     /// The head's unique indexes with the keys of `record`'s inserted rows (it inserts
@@ -606,7 +715,6 @@ struct CommitPlan {
     /// and an insert. The same failures, in the same order, as ``checkUniques(_:)``.
     private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
         var indexes = head.uniqueIndexes
-        var claimed = [RepeatDetector<Value>](repeating: RepeatDetector(), count: schema.entities.count)
         var last: (name: EntityKey, entity: Int, attribute: Int?)?
         for row in record.inserted {
             if last?.name != row.id.entityKey {
@@ -616,12 +724,13 @@ struct CommitPlan {
             guard let (_, entity, attribute) = last, let attribute else { continue }
             let value = row.values[attribute]
             if value.isNull { continue }
-            guard claimed[entity].insert(value, order: Self.uniqueOrder(value)) else {
-                let first = record.inserted.first { $0.id.entity == row.id.entity && $0.values[attribute] == value }!.id
-                throw uniqueGivenTwice(value, entity: entity, first: first, then: row.id)
-            }
             if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                throw uniqueAlreadyUsed(value, entity: entity, by: ObjectID(entity: row.id.entity, number: holder), claimedBy: row.id, inserting: true)
+                let holderID = ObjectID(entity: row.id.entity, number: holder)
+                // The holder is the head's, or a row of this transaction that came first.
+                if head.uniqueIndexes[entity]![value] == holder {
+                    throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: row.id, inserting: true)
+                }
+                throw uniqueGivenTwice(value, entity: entity, first: holderID, then: row.id)
             }
         }
         return indexes
@@ -694,22 +803,12 @@ struct CommitPlan {
     /// Checks required values, limits, references, inverses and delete rules of everything
     /// the transaction touched, in the generation it produces.
     func checkConstraints(after next: Generation) throws(StoreError) {
-        let inserted = self.inserted.count
-        if inserted >= Self.rowsCheckedInParallel, Self.processors > 1 {
-            // In two halves at once; the first half's failure is the one a single pass would
-            // have found first.
-            let failures = Locked<[StoreError?]>([nil, nil])
-            DispatchQueue.concurrentPerform(iterations: 2) { part in
-                do throws(StoreError) {
-                    try checkInserted(part == 0 ? 0..<inserted / 2 : inserted / 2..<inserted, in: next, lists: InverseLists())
-                } catch {
-                    failures.withLock { $0[part] = error }
-                }
-            }
-            if let failure = failures.withLock({ $0[0] ?? $0[1] }) { throw failure }
-        } else {
-            try checkInserted(0..<inserted, in: next, lists: InverseLists())
-        }
+        try checkInserted(0..<inserted.count, in: next, lists: InverseLists())
+        try checkChangedAndDeleted(after: next)
+    }
+
+    /// ``checkConstraints(after:)`` for the updated and deleted objects only.
+    private func checkChangedAndDeleted(after next: Generation) throws(StoreError) {
         let lists = InverseLists()
         for update in updates {
             let entity = schema.entityIndex(of: update.id)!

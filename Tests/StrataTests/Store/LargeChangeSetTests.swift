@@ -114,7 +114,7 @@ import Testing
     /// Artists and their albums, alternating; the artists given (by position) do not list
     /// their album: the album named is the first broken one in the change set's order, in
     /// either half.
-    @Test(arguments: [[5], [1_500], [100, 1_500], [Self.size / 2 - 1]])
+    @Test(arguments: [[5], [1_500], [100, 1_500], [300, 1_100, 1_900], [Self.size / 2 - 1]])
     func aBrokenInverseIsFoundInEitherHalf(broken: [Int]) async throws {
         try await Self.withStore { store in
             let artists = store.allocateObjectIDs(for: "Artist", count: Self.size / 2)
@@ -126,6 +126,23 @@ import Testing
             }
             let error = await #expect(throws: StoreError.self) { try await store.commit(ChangeSet(inserted: rows)) }
             #expect(error?.code == .inverseViolation && error?.object == albums[broken.min()!] && error?.key == "artist")
+            #expect(store.currentGeneration.count(of: "Album") == 0 && store.currentGeneration.count(of: "Artist") == 0)
+        }
+    }
+
+    /// A change set with a broken inverse early and a key given twice late: the key's
+    /// refusal is reported, as a single pass (unique keys first) would.
+    @Test func aKeyGivenTwiceIsReportedBeforeABrokenInverse() async throws {
+        try await Self.withStore { store in
+            let artists = store.allocateObjectIDs(for: "Artist", count: Self.size / 2)
+            let albums = store.allocateObjectIDs(for: "Album", count: Self.size / 2)
+            var rows: [RowImage] = []
+            for i in artists.indices {
+                rows.append(Songbook.artist(artists[i], artistID: i == artists.count - 1 ? 0 : Int64(i), albums: i == 3 ? [] : [albums[i]]))
+                rows.append(Songbook.album(albums[i], albumID: Int64(i), artist: artists[i]))
+            }
+            let error = await #expect(throws: StoreError.self) { try await store.commit(ChangeSet(inserted: rows)) }
+            #expect(error?.code == .uniqueViolation && error?.object == artists.last)
             #expect(store.currentGeneration.count(of: "Album") == 0 && store.currentGeneration.count(of: "Artist") == 0)
         }
     }

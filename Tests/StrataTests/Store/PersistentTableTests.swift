@@ -39,6 +39,43 @@ import Testing
         }
     }
 
+    /// Batches of keys — runs of consecutive ones, as a bulk insert gives, and scattered
+    /// ones, some already present — set as one `updateValues` call each, against a
+    /// `Dictionary`; copies taken between batches keep what they had.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func batchesMatchDictionary(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var table = PersistentTable<Int>()
+        var reference: [UInt64: Int] = [:]
+        var snapshots: [(PersistentTable<Int>, [UInt64: Int])] = []
+        let keySpace: UInt64 = [64, 100_000, 1 << 20, 1 << 40][Int(seed % 4)]
+        var next = UInt64.random(in: 0..<keySpace, using: &rng)
+        for batch in 0..<200 {
+            var entries: [(key: UInt64, element: Int)] = []
+            for _ in 0..<Int.random(in: 0..<120, using: &rng) {
+                // Mostly the next key of a run (which may cross into the next leaf, or start
+                // the table's next level), sometimes a jump anywhere, or a key given before.
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0: next = UInt64.random(in: 0..<keySpace, using: &rng)
+                case 1: if let key = entries.randomElement(using: &rng)?.key { next = key }
+                default: next = (next + 1) % keySpace
+                }
+                entries.append((next, Int.random(in: 0..<1_000_000, using: &rng)))
+            }
+            table.updateValues(count: entries.count) { entries[$0] }
+            for entry in entries { reference[entry.key] = entry.element }
+            #expect(table.count == reference.count, "seed \(seed) batch \(batch)")
+            if batch % 20 == 0 { snapshots.append((table, reference)) }
+        }
+        #expect(table.map(\.key) == reference.keys.sorted(), "iteration is in key order")
+        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.element) }) == reference)
+        for (snapshot, expected) in snapshots {
+            #expect(snapshot.count == expected.count)
+            #expect(Dictionary(uniqueKeysWithValues: snapshot.map { ($0.key, $0.element) }) == expected)
+            for key in expected.keys.prefix(50) { #expect(snapshot[key] == expected[key]) }
+        }
+    }
+
     @Test func copiesShareUntilChanged() {
         var a = PersistentTable<String>()
         for i in 1...1_000 as ClosedRange<UInt64> { a[i] = "a\(i)" }
