@@ -83,6 +83,55 @@ public struct PersistentMap<Key: PersistentHashable, Value: Sendable>: Sendable 
         return old
     }
 
+    /// Sets values for keys, as many ``updateValue(_:forKey:)`` calls would, through the
+    /// inserter `body` is given. The inserter starts each key's walk at the node where the
+    /// key before it went when the two hashes share that node's path: keys whose hashes
+    /// differ only in their last slot — runs of 32 consecutive ``IntegerKey``s — walk from
+    /// the root once per run. Nothing else can reach the map while `body` runs.
+    mutating func withInserter<R, E: Error>(_ body: (inout Inserter) throws(E) -> R) throws(E) -> R {
+        if !isKnownUniquelyReferenced(&root) { root = root.copy() }
+        var inserter = Inserter(root: root)
+        defer { count += inserter.added }
+        return try body(&inserter)
+    }
+
+    /// Inserts into a map that ``withInserter(_:)`` holds exclusively (see there).
+    struct Inserter: ~Copyable {
+        /// The map's root, uniquely the map's.
+        private let root: Node
+        /// How many keys were new.
+        fileprivate var added = 0
+        /// The node the last key went to, owned by the map alone (every node on the way to
+        /// it was made unique, and a node is never replaced while it is), with its shift and
+        /// the hash bits above it.
+        private var last: Unmanaged<Node>?
+        private var lastShift: UInt64 = 0
+        private var lastPrefix: UInt64 = 0
+
+        fileprivate init(root: Node) { self.root = root }
+
+        /// Sets the value for `key`; returns the value it replaced, if any.
+        mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+            let hash = PersistentMap.hash(key)
+            let placed: (old: Value?, node: Unmanaged<Node>, shift: UInt64)
+            if let last, hash & ((1 << lastShift) &- 1) == lastPrefix {
+                placed = last._withUnsafeGuaranteedRef { $0.insertFindingNode(key, value, hash: hash, shift: lastShift) }
+            } else {
+                placed = root.insertFindingNode(key, value, hash: hash, shift: 0)
+            }
+            if placed.old == nil { added += 1 }
+            // A node past the hash's last bits holds collisions: not a place to start from.
+            if placed.shift < 64 {
+                last = placed.node
+                lastShift = placed.shift
+                lastPrefix = hash & ((1 << placed.shift) &- 1)
+            } else {
+                last = nil
+            }
+            return placed.old
+        }
+    }
+
     /// Removes the entry for `key`; returns its value, if there was one.
     @discardableResult
     public mutating func removeValue(forKey key: Key) -> Value? {
@@ -241,14 +290,21 @@ final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Send
 
     /// Inserts or replaces; returns the replaced value. `self` must be uniquely referenced.
     func insert(_ key: Key, _ value: Value, hash: UInt64, shift: UInt64) -> Value? {
+        insertFindingNode(key, value, hash: hash, shift: shift).old
+    }
+
+    /// ``insert(_:_:hash:shift:)``, returning also the node whose entries hold `key`
+    /// afterwards and that node's shift. `self` must be uniquely referenced; so is that
+    /// node afterwards, and every node on the way to it.
+    func insertFindingNode(_ key: Key, _ value: Value, hash: UInt64, shift: UInt64) -> (old: Value?, node: Unmanaged<ChampNode>, shift: UInt64) {
         if shift > Self.maximumShift {
             if let i = items.firstIndex(where: { $0.key == key }) {
                 let old = items[i].value
                 items[i].value = value
-                return old
+                return (old, Unmanaged.passUnretained(self), shift)
             }
             items.append((key, value))
-            return nil
+            return (nil, Unmanaged.passUnretained(self), shift)
         }
         let bit = UInt32(1) << Self.slot(hash, shift)
         if dataMap & bit != 0 {
@@ -256,28 +312,28 @@ final class ChampNode<Key: PersistentHashable, Value: Sendable>: @unchecked Send
             let existing = items[i]
             if existing.key == key {
                 items[i].value = value
-                return existing.value
+                return (existing.value, Unmanaged.passUnretained(self), shift)
             }
             // Two keys share this slot: push both down into a new child.
             let child = ChampNode()
             _ = child.insert(existing.key, existing.value, hash: PersistentMap<Key, Value>.hash(existing.key), shift: shift + 5)
-            _ = child.insert(key, value, hash: hash, shift: shift + 5)
+            let placed = child.insertFindingNode(key, value, hash: hash, shift: shift + 5)
             items.remove(at: i)
             dataMap &= ~bit
             nodeMap |= bit
             children.insert(child, at: Self.index(nodeMap, bit))
-            return nil
+            return (nil, placed.node, placed.shift)
         }
         if nodeMap & bit != 0 {
             let i = Self.index(nodeMap, bit)
             if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
             // Borrowed, as in `find`: this node keeps the child alive.
             let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[i]) }
-            return child._withUnsafeGuaranteedRef { $0.insert(key, value, hash: hash, shift: shift + 5) }
+            return child._withUnsafeGuaranteedRef { $0.insertFindingNode(key, value, hash: hash, shift: shift + 5) }
         }
         dataMap |= bit
         items.insert((key, value), at: Self.index(dataMap, bit))
-        return nil
+        return (nil, Unmanaged.passUnretained(self), shift)
     }
 
     /// Removes; returns the removed value. `self` must be uniquely referenced. Keeps the

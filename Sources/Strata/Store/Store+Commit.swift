@@ -51,9 +51,12 @@ extension Store {
         // is staged: at most two are in flight.
         var inFlight: StagedCommit?
         for changes in changeSets {
-            let staged: StagedCommit
+            var staged: StagedCommit
             do throws(StoreError) {
                 staged = try stage(changes, mayBlock: false)
+                // An empty change set's result is the generation the sets before it made, as
+                // after awaited commits (the store has not published it yet).
+                if staged.isEmpty, let inFlight { staged = StagedCommit(notification: nil, generation: inFlight.generation, resolved: []) }
             } catch {
                 var failure = error
                 if failure.transaction == nil { failure.transaction = (inFlight?.generation.transaction ?? currentGeneration.transaction) + 1 }
@@ -711,28 +714,48 @@ struct CommitPlan {
     }
 
     /// The head's unique indexes with the keys of `record`'s inserted rows (it inserts
-    /// only), checking each key as it goes in: one trie walk per key instead of a lookup
-    /// and an insert. The same failures, in the same order, as ``checkUniques(_:)``.
+    /// only), checking each key as it goes in — one walk for both instead of a lookup and
+    /// an insert, entity by entity, a run of consecutive integer keys from where the key
+    /// before it went (``UniqueIndex/insertStoppingAtHeld(count:_:)``). The same failures,
+    /// in the same order, as ``checkUniques(_:)``.
     private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
         var indexes = head.uniqueIndexes
-        var last: (name: EntityKey, entity: Int, attribute: Int?)?
-        for row in record.inserted {
-            if last?.name != row.id.entityKey {
-                let entity = schema.entityIndex(of: row.id)!
-                last = (row.id.entityKey, entity, head.uniqueAttributeIndex(entity))
-            }
-            guard let (_, entity, attribute) = last, let attribute else { continue }
-            let value = row.values[attribute]
-            if value.isNull { continue }
-            if let holder = indexes[entity]!.updateValue(row.id.number, forKey: value), holder != row.id.number {
-                let holderID = ObjectID(entity: row.id.entity, number: holder)
-                // The holder is the head's, or a row of this transaction that came first.
-                if head.uniqueIndexes[entity]![value] == holder {
-                    throw uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: row.id, inserting: true)
+        // The rows of each entity with a unique attribute, in the record's order.
+        var rowsOf = [[Int]](repeating: [], count: schema.entities.count)
+        var last: (name: EntityKey, entity: Int, unique: Bool)?
+        record.inserted.withUnsafeBufferPointer { rows in
+            for i in rows.indices {
+                let key = rows[i].id.entityKey
+                if last?.name != key {
+                    let entity = schema.entityIndex(of: rows[i].id)!
+                    last = (key, entity, head.uniqueAttributeIndex(entity) != nil)
                 }
-                throw uniqueGivenTwice(value, entity: entity, first: holderID, then: row.id)
+                if last!.unique { rowsOf[last!.entity].append(i) }
             }
         }
+        // Each entity's first refusal; the earliest row's is the one a single pass finds.
+        var earliest: (row: Int, error: StoreError)?
+        record.inserted.withUnsafeBufferPointer { inserted in
+            for entity in rowsOf.indices where !rowsOf[entity].isEmpty {
+                let rows = rowsOf[entity]
+                let attribute = head.uniqueAttributeIndex(entity)!
+                let refused = indexes[entity]!.insertStoppingAtHeld(count: rows.count) { position in
+                    let row = inserted[rows[position]]
+                    let value = row.values[attribute]
+                    return value.isNull ? nil : (value, row.id.number)
+                }
+                guard let (position, holder) = refused, earliest.map({ rows[position] < $0.row }) ?? true else { continue }
+                let row = inserted[rows[position]]
+                let value = row.values[attribute]
+                let holderID = ObjectID(entity: row.id.entity, number: holder)
+                // The holder is the head's, or a row of this transaction that came first.
+                let error = head.uniqueIndexes[entity]![value] == holder
+                    ? uniqueAlreadyUsed(value, entity: entity, by: holderID, claimedBy: row.id, inserting: true)
+                    : uniqueGivenTwice(value, entity: entity, first: holderID, then: row.id)
+                earliest = (rows[position], error)
+            }
+        }
+        if let earliest { throw earliest.error }
         return indexes
     }
 

@@ -50,6 +50,29 @@ struct UniqueIndex: Sendable {
         }
     }
 
+    /// Sets the holders `entry(0)`, `entry(1)`, … `entry(count - 1)` give (skipping `nil`
+    /// entries), in turn, until one names a value another number holds: returns that
+    /// entry's position and the holder, leaving the index with the entries before it (and
+    /// that one's number), or `nil` when every value was free. Runs of consecutive integer
+    /// keys walk from the trie's root once per 32 keys (see ``PersistentMap/withInserter(_:)``).
+    mutating func insertStoppingAtHeld(count: Int, _ entry: (Int) -> (value: Value, number: UInt64)?) -> (position: Int, holder: UInt64)? {
+        integers.withInserter { integers in
+            others.withInserter { others in
+                for position in 0..<count {
+                    guard let (value, number) = entry(position) else { continue }
+                    let holder =
+                        if case .int(let i) = value {
+                            integers.updateValue(number, forKey: IntegerKey(i))
+                        } else {
+                            others.updateValue(number, forKey: value)
+                        }
+                    if let holder, holder != number { return (position, holder) }
+                }
+                return nil
+            }
+        }
+    }
+
     /// Sets the object number holding `value`; returns the one it replaced, if any (one
     /// walk of the trie for both).
     mutating func updateValue(_ number: UInt64, forKey value: Value) -> UInt64? {

@@ -78,6 +78,49 @@ struct CollidingKey: PersistentHashable, CustomStringConvertible {
         #expect(Value.string("ab") != .string("a"))
     }
 
+    /// Batches through an inserter — runs of consecutive integer keys (which share all but
+    /// the last slot of their paths), jumps, keys given again, and colliding keys —
+    /// against a `Dictionary`; copies taken between batches keep what they had.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func insertersMatchDictionary(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var map = PersistentMap<IntegerKey, Int>()
+        var reference: [Int64: Int] = [:]
+        var snapshots: [(PersistentMap<IntegerKey, Int>, [Int64: Int])] = []
+        var next = Int64.random(in: -1_000_000...1_000_000, using: &rng)
+        for batch in 0..<150 {
+            var entries: [(key: Int64, value: Int)] = []
+            for _ in 0..<Int.random(in: 0..<200, using: &rng) {
+                switch Int.random(in: 0..<12, using: &rng) {
+                case 0: next = Int64.random(in: -1_000_000...1_000_000, using: &rng)
+                case 1: if let key = entries.randomElement(using: &rng)?.key { next = key }
+                case 2: next = reference.keys.randomElement(using: &rng) ?? next
+                default: next += 1
+                }
+                entries.append((next, Int.random(in: 0..<1_000_000, using: &rng)))
+            }
+            let replaced = map.withInserter { inserter in entries.map { inserter.updateValue($0.value, forKey: IntegerKey($0.key)) } }
+            let expected = entries.map { reference.updateValue($0.value, forKey: $0.key) }
+            #expect(replaced == expected, "seed \(seed) batch \(batch)")
+            #expect(map.count == reference.count)
+            if batch % 15 == 0 { snapshots.append((map, reference)) }
+        }
+        #expect(Dictionary(uniqueKeysWithValues: map.map { ($0.key.value, $0.value) }) == reference)
+        for (snapshot, expected) in snapshots {
+            #expect(snapshot.count == expected.count)
+            #expect(Dictionary(uniqueKeysWithValues: snapshot.map { ($0.key.value, $0.value) }) == expected)
+        }
+        // Keys whose whole hashes collide go to a collision node, which an inserter does not
+        // start from; they still land where lookups find them.
+        var colliding = PersistentMap<CollidingKey, Int>()
+        let keys = (0..<300).map { CollidingKey(id: $0 % 120, hashBits: ($0 % 120) % 4) }
+        colliding.withInserter { inserter in
+            for (offset, key) in keys.enumerated() { _ = inserter.updateValue(offset, forKey: key) }
+        }
+        #expect(colliding.count == 120)
+        for id in 0..<120 { #expect(colliding[CollidingKey(id: id, hashBits: id % 4)] == (id < 60 ? 240 : 120) + id, "the last offset given") }
+    }
+
     @Test func copiesShareUntilChanged() {
         var a = PersistentMap<Int, String>()
         for i in 0..<1_000 { a[i] = "a\(i)" }
