@@ -1688,7 +1688,7 @@ extension ObjectGraph {
         let parentView = link.sourceView()
         for (id, object) in objects where object.isLoaded && (object.lifecycle == .persistent || object.lifecycle == .inserted) {
             for (index, info) in relationships[object.entityIndex].enumerated() where info != nil {
-                let held = Set(tombstones(in: object.storage[index]) { !$0.missingWhenLoaded && parentView.row($0.objectID) == nil })
+                let held = deletionsHeldByParent(in: object.storage[index], parentView: parentView)
                 guard !held.isEmpty, let kept = Self.value(object.storage[index], without: held) else { continue }
                 if let read = object.base?[index], let lessHeld = Self.value(read, without: held) { object.base![index] = lessHeld }
                 object.storage[index] = kept
@@ -1698,6 +1698,28 @@ extension ObjectGraph {
                 pendingNotification.refreshed.insert(id)
             }
         }
+    }
+
+    /// The objects a relationship's `value` names that are tombstones here of objects the
+    /// parent holds deleted (`parentView` is the parent's view): deletions this context saved
+    /// into it or merged from it, or objects this context found gone there.
+    func deletionsHeldByParent(in value: Value, parentView: ContextView) -> Set<ObjectID> {
+        Set(tombstones(in: value) { !$0.missingWhenLoaded && parentView.row($0.objectID) == nil })
+    }
+
+    /// `values`, just read from the parent for an object of `entity`, without the tombstones
+    /// here of objects the parent holds deleted (see ``letGoOfDeletionsHeldByParent(in:)``):
+    /// the parent can show an object naming one it deletes — a pending deletion whose `deny`
+    /// rule leaves the object in place until the parent's save is refused — and read so here,
+    /// the object would name a tombstone. Letting go is not this context's change: the
+    /// values become its base as well.
+    func withoutDeletionsHeldByParent(_ values: [Value], of entity: Int, parentView: ContextView) -> [Value] {
+        var result = values
+        for (index, info) in relationships[entity].enumerated() where info != nil {
+            let held = deletionsHeldByParent(in: values[index], parentView: parentView)
+            if !held.isEmpty, let kept = Self.value(values[index], without: held) { result[index] = kept }
+        }
+        return result
     }
 
     /// Objects holding no change that took a merged save's values (`taken`, with the values

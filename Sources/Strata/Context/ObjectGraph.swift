@@ -317,11 +317,13 @@ final class ObjectGraph {
     func load(_ object: ManagedObject) {
         guard !object.isLoaded else { return }
         checkAlive(object)
-        if let row = link.sourceView().row(object.objectID) {
-            object.storage = row.values
-            object.base = row.values
+        let parentView = link.sourceView()
+        if let row = parentView.row(object.objectID) {
+            let values = holdsDeletionsOfParent ? withoutDeletionsHeldByParent(row.values, of: object.entityIndex, parentView: parentView) : row.values
+            object.storage = values
+            object.base = values
             object.baseVersion = row.version
-            noteTombstones(namedBy: row.values, of: object.entityIndex)
+            noteTombstones(namedBy: values, of: object.entityIndex)
         } else {
             object.storage = emptyValues(of: object.entityIndex)
             object.lifecycle = .deletedElsewhere

@@ -58,6 +58,14 @@ public struct PersistentTable<Element: Sendable>: Sendable {
     /// Sets the element for `key`; returns the one it replaced, if any.
     @discardableResult
     public mutating func updateValue(_ element: Element, forKey key: UInt64) -> Element? {
+        let old = uniqueRoot(reaching: key).update(key, element, shift: shift)
+        if old == nil { count += 1 }
+        return old
+    }
+
+    /// The root, grown until it can hold `key` and copied if it is shared: a root this
+    /// table alone owns, for a change to go through.
+    private mutating func uniqueRoot(reaching key: UInt64) -> Node {
         if root == nil { root = Node(leaf: shift == 0) }
         while key >= capacity {
             // Grow a level: the old root becomes child 0 of a new root.
@@ -70,9 +78,7 @@ public struct PersistentTable<Element: Sendable>: Sendable {
             shift += 5
         }
         if !isKnownUniquelyReferenced(&root!) { root = root!.copy() }
-        let old = root!.update(key, element, shift: shift)
-        if old == nil { count += 1 }
-        return old
+        return root!
     }
 
     /// Sets the elements `entry(0)`, `entry(1)`, … `entry(count - 1)` give, each for its
@@ -87,19 +93,8 @@ public struct PersistentTable<Element: Sendable>: Sendable {
         for i in 0..<entries {
             let (key, element) = entry(i)
             if leaf == nil || key >> 5 != leafPrefix {
-                if root == nil { root = Node(leaf: shift == 0) }
-                while key >= capacity {
-                    let grown = Node(leaf: false)
-                    if root!.count > 0 {
-                        grown.children[0] = root
-                        grown.count = 1
-                    }
-                    root = grown
-                    shift += 5
-                }
-                if !isKnownUniquelyReferenced(&root!) { root = root!.copy() }
-                let top = Unmanaged.passUnretained(root!)
-                leaf = top._withUnsafeGuaranteedRef { $0.uniqueLeaf(for: key, shift: shift) }
+                let top = uniqueRoot(reaching: key)
+                leaf = top.uniqueLeaf(for: key, shift: shift)
                 leafPrefix = key >> 5
             }
             let added = leaf!._withUnsafeGuaranteedRef { node in

@@ -681,6 +681,50 @@ extension SavedIntoParentNamingTombstoneTests {
     }
 }
 
+extension MergeAfterSavedDeletionTests {
+    /// A parent's pending deletion of an artist cascades onto an album another context has
+    /// just put on the artist with a new song; the album's `deny` rule leaves the song naming
+    /// the album in the parent (its next save is refused until the song goes). The child,
+    /// which merged the cascade (the album a tombstone there), then reads the song: as the
+    /// parent shows it, less the album the parent holds deleted — it names no tombstone.
+    /// (`hybrid` seed 23841 of the soak: an editor loaded the song naming the album.)
+    @Test("a child reading an object its parent shows naming an object the parent holds deleted lets go of it")
+    func loadedSongLetsGoOfAlbumParentHoldsDeleted() async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        await child.perform { c in c.automaticallyMergesChanges = true }
+        _ = await child.perform { c in (c.object(with: o.a2, as: Artist.self).albums.count, c.object(with: o.y, as: Album.self).artist?.objectID) }
+        await parent.perform { c in
+            c.delete(c.object(with: o.a2))
+            c.automaticallyMergesChanges = true
+        }
+        let song = try await f.other.perform { c in
+            let album = c.object(with: o.y, as: Album.self)
+            album.artist = c.object(with: o.a2, as: Artist.self)
+            let song = insertSong(50, on: o.y, in: c)
+            try await c.save()
+            return song
+        }
+        await waitUntil(child, "the child to merge the cascade") { c in c.object(with: o.y).isDeletedElsewhere }
+        let inParent = await parent.perform { c in (c.object(with: o.y).isDeleted, c.object(with: song)["album"]) }
+        #expect(inParent.0 && inParent.1 == .object(o.y), "the parent keeps the song on the album it deletes: \(inParent)")
+        let shown = await child.perform { c in
+            (c.object(with: song)["album"], referencesToTombstones(c), c.hasChanges)
+        }
+        #expect(shown.0 == .null, "the song names \(shown.0)")
+        #expect(shown.1.isEmpty && !shown.2, "\(shown.1), pending \(shown.2)")
+        // The parent drops its deletion: the album comes back in the child, and the song on it.
+        await parent.perform { c in c.rollback() }
+        await waitUntil(child, "the album to come back in the child") { c in !c.object(with: o.y).isDeletedElsewhere }
+        let back = await child.perform { c in
+            (c.object(with: song)["album"], c.object(with: o.y)["songs"], referencesToTombstones(c), relationshipDisagreements(c))
+        }
+        #expect(back.0 == .object(o.y) && back.1 == .objects([song]), "\(back.0), \(back.1)")
+        #expect(back.2.isEmpty && back.3.isEmpty, "\(back.2), \(back.3)")
+        await f.close()
+    }
+}
+
 /// Inserts a song numbered `number` (its `songID`) on `album`, or on none, in `c`.
 private func insertSong(_ number: Int, title: String = "n", on album: ObjectID?, in c: isolated ObjectContext) -> ObjectID {
     let song = c.insert(Song.self)
