@@ -163,27 +163,30 @@ extension ImportCommandTests {
         var writers: [(fd: Int32, path: String)] = []
         var imports: [Task<Void, Never>] = []
         var stores: [Store] = []
+        // The imports that have ended (one that could not open its pipe never reads it).
+        let ended = Locked<Set<Int>>([])
         for k in 0..<max(ProcessInfo.processInfo.activeProcessorCount, 2) {
             let store = try Store.create(at: directory.appending("s\(k).strata"), schema: Fixtures.songbook, configuration: .init(durability: .none))
             stores.append(store)
             let (writer, path) = try Self.quietPipe(in: directory, "lines\(k).fifo", lines: [])
             writers.append((writer, path))
             imports.append(Task.detached {
+                defer { ended.withLock { _ = $0.insert(k) } }
                 var importer = JSONLinesImporter(store: store, batchSize: 1)
                 guard let reader = try? JSONLinesReader(path: path) else { return }
                 _ = try? await importer.run(reader)
             })
         }
         // The writers end their input after 3 s, from a Dispatch thread, whatever the pool does
-        // — each once its import has opened the pipe (up to a minute): an import that opens it
-        // only after its last writer closed would wait in `open` for a writer forever (a slow
-        // build, under ThreadSanitizer beside other work, once hung the whole run so).
+        // — each only once its import has opened the pipe, however long that takes: an import
+        // that opens it after its last writer closed would wait in `open` for a writer forever
+        // (a slow build, under ThreadSanitizer beside other work, hung the whole run so twice —
+        // the second time after a minute's wait for the reader had run out).
         let toClose = writers
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
-            for writer in toClose {
-                let deadline = ContinuousClock.now + .seconds(60)
-                while ContinuousClock.now < deadline {
-                    // Opening the write end without blocking succeeds only once a reader has it open.
+            for (k, writer) in toClose.enumerated() {
+                // Opening the write end without blocking succeeds only once a reader has it open.
+                while !ended.withLock({ $0.contains(k) }) {
                     let probe = open(writer.path, O_WRONLY | O_NONBLOCK)
                     if probe >= 0 {
                         close(probe)
