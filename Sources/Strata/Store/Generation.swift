@@ -136,12 +136,10 @@ public struct Generation: Sendable {
         }
     }
 
-    /// Adds the rows `record` inserts, entity by entity: each entity's rows go into its
-    /// table in one batch (see ``PersistentTable/updateValues(count:_:)``), and into its
-    /// indexes — the unique one only when `indexingUniques`.
-    private mutating func insertRows(of record: TransactionRecord, indexingUniques: Bool) {
-        // The rows of each entity, in the record's order (what each entity needs is looked
-        // up once per run of rows of the same entity).
+    /// The positions of the rows `record` inserts, per entity (by storage index), in the
+    /// record's order. What each entity needs is looked up once per run of rows of the same
+    /// entity.
+    func insertedRowsByEntity(_ record: TransactionRecord) -> [[Int]] {
         var rowsOf = [[Int]](repeating: [], count: tables.count)
         var last: (name: EntityKey, entity: Int)?
         record.inserted.withUnsafeBufferPointer { rows in
@@ -151,6 +149,14 @@ public struct Generation: Sendable {
                 rowsOf[last!.entity].append(i)
             }
         }
+        return rowsOf
+    }
+
+    /// Adds the rows `record` inserts (at the positions `rowsOf` gives per entity),
+    /// entity by entity: each entity's rows go into its table in one batch (see
+    /// ``PersistentTable/updateValues(count:_:)``), and into its indexes — the unique one
+    /// only when `indexingUniques`.
+    private mutating func insertRows(of record: TransactionRecord, at rowsOf: [[Int]], indexingUniques: Bool) {
         let version = record.number
         for entity in rowsOf.indices where !rowsOf[entity].isEmpty {
             let rows = rowsOf[entity]
@@ -271,9 +277,12 @@ public struct Generation: Sendable {
 
     /// ``applyValidated(_:)``, leaving the unique indexes without the inserted rows'
     /// values when not `indexingUniqueInserts` (the caller indexes them).
-    mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool) {
+    /// `rowsByEntity` is ``insertedRowsByEntity(_:)`` for `record`, when the caller has it.
+    mutating func applyValidated(_ record: TransactionRecord, indexingUniqueInserts: Bool, rowsByEntity: [[Int]]? = nil) {
         detachIndexes(touchedBy: record)
-        if !record.inserted.isEmpty { insertRows(of: record, indexingUniques: indexingUniqueInserts) }
+        if !record.inserted.isEmpty {
+            insertRows(of: record, at: rowsByEntity ?? insertedRowsByEntity(record), indexingUniques: indexingUniqueInserts)
+        }
         for update in record.updated {
             updateRow(update.id, entity: schema.entityIndex(of: update.id)!, changes: update.changes, version: record.number)
         }

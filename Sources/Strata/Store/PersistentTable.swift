@@ -97,13 +97,7 @@ public struct PersistentTable<Element: Sendable>: Sendable {
                 leaf = top.uniqueLeaf(for: key, shift: shift)
                 leafPrefix = key >> 5
             }
-            let added = leaf!._withUnsafeGuaranteedRef { node in
-                let slot = Int(key & 31)
-                let added = node.elements[slot] == nil
-                if added { node.count += 1 }
-                node.elements[slot] = element
-                return added
-            }
+            let added = leaf!._withUnsafeGuaranteedRef { $0.set(element, at: Int(key & 31)) } == nil
             if added { count += 1 }
         }
     }
@@ -184,22 +178,16 @@ final class TableNode<Element: Sendable>: @unchecked Sendable {
 
     /// `self` must be uniquely referenced.
     func update(_ key: UInt64, _ element: Element, shift: UInt64) -> Element? {
-        let slot = Int((key >> shift) & 31)
-        if shift == 0 {
-            let old = elements[slot]
-            if old == nil { count += 1 }
-            elements[slot] = element
-            return old
-        }
-        if children[slot] == nil {
-            children[slot] = TableNode(leaf: shift == 5)
-            count += 1
-        } else if !isKnownUniquelyReferenced(&children[slot]!) {
-            children[slot] = children[slot]!.copy()
-        }
-        // Borrowed: this node keeps the child alive (no retain and release per level).
-        let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]!) }
-        return child._withUnsafeGuaranteedRef { $0.update(key, element, shift: shift - 5) }
+        uniqueLeaf(for: key, shift: shift)._withUnsafeGuaranteedRef { $0.set(element, at: Int(key & 31)) }
+    }
+
+    /// Sets a leaf's slot; returns the element it replaced. `self` must be a uniquely
+    /// referenced leaf.
+    func set(_ element: Element, at slot: Int) -> Element? {
+        let old = elements[slot]
+        if old == nil { count += 1 }
+        elements[slot] = element
+        return old
     }
 
     /// The leaf that holds `key`, made (with the nodes on its path) or copied where shared
@@ -214,6 +202,7 @@ final class TableNode<Element: Sendable>: @unchecked Sendable {
         } else if !isKnownUniquelyReferenced(&children[slot]!) {
             children[slot] = children[slot]!.copy()
         }
+        // Borrowed: this node keeps the child alive (no retain and release per level).
         let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]!) }
         return child._withUnsafeGuaranteedRef { $0.uniqueLeaf(for: key, shift: shift - 5) }
     }

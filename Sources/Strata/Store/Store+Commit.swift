@@ -59,7 +59,7 @@ extension Store {
                 if staged.isEmpty, let inFlight { staged = StagedCommit(notification: nil, generation: inFlight.generation, resolved: []) }
             } catch {
                 var failure = error
-                if failure.transaction == nil { failure.transaction = (inFlight?.generation.transaction ?? currentGeneration.transaction) + 1 }
+                if failure.transaction == nil { failure.transaction = commitState.withLock { $0.head.transaction } + 1 }
                 if let inFlight { results.append(try await finish(inFlight)) }
                 throw failure
             }
@@ -649,6 +649,8 @@ struct CommitPlan {
         // A transaction that only inserts (a bulk import) has its unique keys checked and
         // indexed in one walk each, on one thread, while the other fills the tables.
         let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
+        // Grouped once for both sides.
+        let rowsByEntity = head.insertedRowsByEntity(record)
         let chunks = checkingConstraints ? (inserted.count + Self.rowsCheckedPerChunk - 1) / Self.rowsCheckedPerChunk : 0
         // Each side's outcome crosses threads under a lock (which ThreadSanitizer sees,
         // unlike the join inside `concurrentPerform`). `filled` is the generation with the
@@ -661,7 +663,7 @@ struct CommitPlan {
             if part == 0 {
                 do throws(StoreError) {
                     if insertsOnly {
-                        let indexes = try uniqueIndexesInserting(record)
+                        let indexes = try uniqueIndexesInserting(record, rowsByEntity: rowsByEntity)
                         outcome.withLock { $0.indexes = indexes }
                     } else {
                         try checkUniques(record)
@@ -674,7 +676,7 @@ struct CommitPlan {
                 if let filled = outcome.withLock({ $0.failure == nil ? $0.filled : nil }) { checkChunks(of: chunks, in: filled, taking: nextChunk, failure: rowFailure) }
             } else {
                 var next = head
-                next.applyValidated(record, indexingUniqueInserts: !insertsOnly)
+                next.applyValidated(record, indexingUniqueInserts: !insertsOnly, rowsByEntity: rowsByEntity)
                 outcome.withLock { $0.filled = next }
                 if outcome.withLock({ $0.failure == nil }) { checkChunks(of: chunks, in: next, taking: nextChunk, failure: rowFailure) }
             }
@@ -716,29 +718,17 @@ struct CommitPlan {
     /// The head's unique indexes with the keys of `record`'s inserted rows (it inserts
     /// only), checking each key as it goes in — one walk for both instead of a lookup and
     /// an insert, entity by entity, a run of consecutive integer keys from where the key
-    /// before it went (``UniqueIndex/insertStoppingAtHeld(count:_:)``). The same failures,
-    /// in the same order, as ``checkUniques(_:)``.
-    private func uniqueIndexesInserting(_ record: TransactionRecord) throws(StoreError) -> [UniqueIndex?] {
+    /// before it went (``UniqueIndex/insertStoppingAtHeld(count:_:)``); `rowsOf` is
+    /// ``Generation/insertedRowsByEntity(_:)`` for `record`. The same failures, in the same
+    /// order, as ``checkUniques(_:)``.
+    private func uniqueIndexesInserting(_ record: TransactionRecord, rowsByEntity rowsOf: [[Int]]) throws(StoreError) -> [UniqueIndex?] {
         var indexes = head.uniqueIndexes
-        // The rows of each entity with a unique attribute, in the record's order.
-        var rowsOf = [[Int]](repeating: [], count: schema.entities.count)
-        var last: (name: EntityKey, entity: Int, unique: Bool)?
-        record.inserted.withUnsafeBufferPointer { rows in
-            for i in rows.indices {
-                let key = rows[i].id.entityKey
-                if last?.name != key {
-                    let entity = schema.entityIndex(of: rows[i].id)!
-                    last = (key, entity, head.uniqueAttributeIndex(entity) != nil)
-                }
-                if last!.unique { rowsOf[last!.entity].append(i) }
-            }
-        }
         // Each entity's first refusal; the earliest row's is the one a single pass finds.
         var earliest: (row: Int, error: StoreError)?
         record.inserted.withUnsafeBufferPointer { inserted in
             for entity in rowsOf.indices where !rowsOf[entity].isEmpty {
+                guard let attribute = head.uniqueAttributeIndex(entity) else { continue }
                 let rows = rowsOf[entity]
-                let attribute = head.uniqueAttributeIndex(entity)!
                 let refused = indexes[entity]!.insertStoppingAtHeld(count: rows.count) { position in
                     let row = inserted[rows[position]]
                     let value = row.values[attribute]

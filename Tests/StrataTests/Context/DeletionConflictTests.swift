@@ -690,14 +690,8 @@ extension MergeAfterSavedDeletionTests {
     /// (`hybrid` seed 23841 of the soak: an editor loaded the song naming the album.)
     @Test("a child reading an object its parent shows naming an object the parent holds deleted lets go of it")
     func loadedSongLetsGoOfAlbumParentHoldsDeleted() async throws {
-        let f = try await ChildFixture(parent: "view", child: "editor")
+        let f = try await childHoldingArtistParentDeletes()
         let (o, parent, child) = (f.objects, f.parent, f.child)
-        await child.perform { c in c.automaticallyMergesChanges = true }
-        _ = await child.perform { c in (c.object(with: o.a2, as: Artist.self).albums.count, c.object(with: o.y, as: Album.self).artist?.objectID) }
-        await parent.perform { c in
-            c.delete(c.object(with: o.a2))
-            c.automaticallyMergesChanges = true
-        }
         let song = try await f.other.perform { c in
             let album = c.object(with: o.y, as: Album.self)
             album.artist = c.object(with: o.a2, as: Artist.self)
@@ -725,6 +719,21 @@ extension MergeAfterSavedDeletionTests {
     }
 }
 
+/// A view and an editor following it, the editor holding artist a2 and album y (a2 lists
+/// no album), the view deleting a2 (pending): the view follows the store; the editor takes
+/// what the view merges.
+private func childHoldingArtistParentDeletes() async throws -> ChildFixture {
+    let f = try await ChildFixture(parent: "view", child: "editor")
+    let o = f.objects
+    await f.child.perform { c in c.automaticallyMergesChanges = true }
+    _ = await f.child.perform { c in (c.object(with: o.a2, as: Artist.self).albums.count, c.object(with: o.y, as: Album.self).artist?.objectID) }
+    await f.parent.perform { c in
+        c.delete(c.object(with: o.a2))
+        c.automaticallyMergesChanges = true
+    }
+    return f
+}
+
 /// Inserts a song numbered `number` (its `songID`) on `album`, or on none, in `c`.
 private func insertSong(_ number: Int, title: String = "n", on album: ObjectID?, in c: isolated ObjectContext) -> ObjectID {
     let song = c.insert(Song.self)
@@ -744,15 +753,8 @@ extension MergeAfterSavedDeletionTests {
     /// the child saved into its parent, or found there, made its merges look.)
     @Test("a merged artist lets go of an album the child merged its parent's cascade deletion of")
     func mergedArtistLetsGoOfAlbumParentsCascadeTook() async throws {
-        let f = try await ChildFixture(parent: "view", child: "editor")
-        let (o, parent, child) = (f.objects, f.parent, f.child)
-        await child.perform { c in c.automaticallyMergesChanges = true }
-        _ = await child.perform { c in (c.object(with: o.a2, as: Artist.self).albums.count, c.object(with: o.y, as: Album.self).artist?.objectID) }
-        await parent.perform { c in
-            c.delete(c.object(with: o.a2))
-            // The parent follows the store; the child takes what the parent merges.
-            c.automaticallyMergesChanges = true
-        }
+        let f = try await childHoldingArtistParentDeletes()
+        let (o, child) = (f.objects, f.child)
         try await f.other.perform { c in
             c.object(with: o.y, as: Album.self).artist = c.object(with: o.a2, as: Artist.self)
             try await c.save()
