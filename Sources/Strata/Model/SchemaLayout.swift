@@ -36,9 +36,17 @@ final class SchemaLayout: Sendable {
         /// must be within the years ISO 8601 text can spell), so that the commit
         /// checks such values without reading the attribute; `nil` for the others.
         let plainChecks: [(type: AttributeType, optional: Bool)?]
+        /// Per property: for a relationship, whether the check of a transaction that only
+        /// inserts looks this side's targets up, or only counts them (the inverse side looks
+        /// its own up, and the two sides' counts must agree — see
+        /// ``CommitPlan/checkInserted(_:in:lists:tally:)``): the to-many side of a one-to-many
+        /// relationship, whose targets each name one object back; of two sides alike, the one
+        /// whose entity and storage index come first; both sides of a relationship that is
+        /// its own inverse. `false` for attributes.
+        let followsTargets: [Bool]
 
         init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int],
-             inverseIndexes: [Int], plainChecks: [(type: AttributeType, optional: Bool)?]) {
+             inverseIndexes: [Int], plainChecks: [(type: AttributeType, optional: Bool)?], followsTargets: [Bool]) {
             self.name = name
             self.attributeCount = attributeCount
             self.kinds = kinds
@@ -48,6 +56,7 @@ final class SchemaLayout: Sendable {
             self.propertyCount = kinds.count
             self.inverseIndexes = inverseIndexes
             self.plainChecks = plainChecks
+            self.followsTargets = followsTargets
         }
     }
 
@@ -120,7 +129,7 @@ final class SchemaLayout: Sendable {
         var byKey: [EntityKey: Int] = [:]
         for (i, key) in entityKeys.enumerated() where byKey[key] == nil { byKey[key] = i }
         indexesByKey = byKey
-        self.entities = entities.map { entity in
+        self.entities = entities.enumerated().map { (entityIndex, entity) in
             let kinds = entity.attributes.map { Kind.attribute($0.type) }
                 + entity.relationships.map { r -> Kind in
                     let destination = indexes[r.destination] ?? -1
@@ -138,6 +147,15 @@ final class SchemaLayout: Sendable {
                                     a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
                                         && !(a.isUnique && a.type == .double) && a.type != .date
                                         ? (a.type, a.isOptional) : nil
+                                },
+                                followsTargets: entity.attributes.map { _ in false } + entity.relationships.enumerated().map { (offset, r) in
+                                    let index = entity.attributes.count + offset
+                                    guard let destination = indexes[r.destination], let inverse = entities[destination].propertyIndex(named: r.inverse),
+                                        inverse >= entities[destination].attributes.count
+                                    else { return true }
+                                    let inverseIsToMany = entities[destination].relationships[inverse - entities[destination].attributes.count].isToMany
+                                    if r.isToMany != inverseIsToMany { return r.isToMany }
+                                    return (entityIndex, index) <= (destination, inverse)
                                 })
         }
     }

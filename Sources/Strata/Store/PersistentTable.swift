@@ -26,32 +26,37 @@ public struct PersistentTable<Element: Sendable>: Sendable {
 
     /// The element for `key`, or `nil`; setting `nil` removes it.
     public subscript(key: UInt64) -> Element? {
-        get {
-            guard let root, key < capacity else { return nil }
-            // The walk borrows the nodes (the table keeps them alive during the call)
-            // instead of retaining and releasing one per level: lookups are the commit
-            // pipeline's most frequent operation.
-            return withExtendedLifetime(root) { () -> Element? in
-                var node = Unmanaged.passUnretained(root)
-                var level = shift
-                while level > 0 {
-                    let slot = Int((key >> level) & 31)
-                    let child = node._withUnsafeGuaranteedRef { current in
-                        current.children.withUnsafeBufferPointer { $0[slot].map { Unmanaged.passUnretained($0) } }
-                    }
-                    guard let child else { return nil }
-                    node = child
-                    level -= 5
-                }
-                return node._withUnsafeGuaranteedRef { $0.elements[Int(key & 31)] }
-            }
-        }
+        get { withLeaf(holding: key) { $0.elements[Int(key & 31)] } ?? nil }
         set {
             if let newValue {
                 updateValue(newValue, forKey: key)
             } else {
                 removeValue(forKey: key)
             }
+        }
+    }
+
+    /// Calls `body` with the leaf that would hold `key`, borrowed, or returns `nil` when
+    /// there is none.
+    @inline(__always)
+    private func withLeaf<R>(holding key: UInt64, _ body: (Node) -> R) -> R? {
+        guard let root, key < capacity else { return nil }
+        // The walk borrows the nodes (the table keeps them alive during the call)
+        // instead of retaining and releasing one per level: lookups are the commit
+        // pipeline's most frequent operation.
+        return withExtendedLifetime(root) { () -> R? in
+            var node = Unmanaged.passUnretained(root)
+            var level = shift
+            while level > 0 {
+                let slot = Int((key >> level) & 31)
+                let child = node._withUnsafeGuaranteedRef { current in
+                    current.children.withUnsafeBufferPointer { $0[slot].map { Unmanaged.passUnretained($0) } }
+                }
+                guard let child else { return nil }
+                node = child
+                level -= 5
+            }
+            return node._withUnsafeGuaranteedRef(body)
         }
     }
 
@@ -115,6 +120,21 @@ public struct PersistentTable<Element: Sendable>: Sendable {
     /// Calls `body` with every element in increasing key order.
     public func forEach(_ body: (UInt64, Element) throws -> Void) rethrows {
         try root?.forEach(base: 0, shift: shift, body)
+    }
+}
+
+extension PersistentTable where Element == StoredRow {
+    /// One value of the row for `key` and the row's version, read in place — copying the
+    /// row out would retain and release its values — or `nil` when there is no such row.
+    func value(at property: Int, ofRow key: UInt64) -> (value: Value, version: UInt64)? {
+        withLeaf(holding: key) { leaf in
+            leaf.elements.withUnsafeBufferPointer { elements in
+                switch elements[Int(key & 31)] {
+                case .some(let row): (row.values[property], row.version)
+                case .none: nil
+                }
+            }
+        } ?? nil
     }
 }
 

@@ -630,7 +630,7 @@ struct CommitPlan {
 
     /// The generation `record` (checked against the schema) produces from the head, after
     /// checking its unique keys against the head and — when `checkingConstraints` — the
-    /// constraints on the result (``checkConstraints(after:)``).
+    /// constraints on the result (``checkConstraints(after:insertsOnly:)``).
     ///
     /// A large transaction is checked on two threads at once: one checks (and, for a
     /// transaction that only inserts, indexes) its unique keys while the other fills the
@@ -639,26 +639,34 @@ struct CommitPlan {
     /// generation is thrown away if anything fails). The failure reported is the one a
     /// single pass would have found first: a unique key's, then the earliest row's.
     func apply(_ record: TransactionRecord, checkingConstraints: Bool) throws(StoreError) -> Generation {
+        // A transaction that only inserts (a bulk import) has its unique keys checked and
+        // indexed in one walk each, on one thread, while the other fills the tables; its
+        // relationships are checked from one side (``checkInserted(_:in:lists:tally:)``).
+        let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
         guard record.inserted.count + record.updated.count >= Self.rowsCheckedInParallel, Self.processors > 1 else {
             try checkUniques(record)
             var next = head
             next.applyValidated(record)
-            if checkingConstraints { try checkConstraints(after: next) }
+            if checkingConstraints { try checkConstraints(after: next, insertsOnly: insertsOnly) }
             return next
         }
-        // A transaction that only inserts (a bulk import) has its unique keys checked and
-        // indexed in one walk each, on one thread, while the other fills the tables.
-        let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
         // Grouped once for both sides.
         let rowsByEntity = head.insertedRowsByEntity(record)
         let chunks = checkingConstraints ? (inserted.count + Self.rowsCheckedPerChunk - 1) / Self.rowsCheckedPerChunk : 0
         // Each side's outcome crosses threads under a lock (which ThreadSanitizer sees,
         // unlike the join inside `concurrentPerform`). `filled` is the generation with the
-        // tables filled, for the side that checks unique keys to check rows in.
-        let outcome = Locked<(failure: StoreError?, filled: Generation?, indexes: [UniqueIndex?]?)>((nil, nil, nil))
+        // tables filled, for the side that checks unique keys to check rows in; `tallies`
+        // the relationship entries each side counted in the rows it checked.
+        let outcome = Locked<(failure: StoreError?, filled: Generation?, indexes: [UniqueIndex?]?, tallies: [EdgeTally])>((nil, nil, nil, []))
         let nextChunk = Atomic<Int>(0)
-        // The earliest chunk that failed, and its failure: chunks after it are skipped.
-        let rowFailure = Locked<(chunk: Int, error: StoreError)?>(nil)
+        // Set when a chunk fails a check: the rows are then checked again in one pass, for
+        // the error that pass meets first.
+        let rowsFailed = Atomic<Bool>(false)
+        @Sendable func checkRows(in next: Generation) {
+            var tally = insertsOnly ? EdgeTally(transaction: record.number, layout: schema.layout) : nil
+            checkChunks(of: chunks, in: next, taking: nextChunk, tally: &tally, failed: rowsFailed)
+            if let tally { outcome.withLock { $0.tallies.append(tally) } }
+        }
         DispatchQueue.concurrentPerform(iterations: 2) { part in
             if part == 0 {
                 do throws(StoreError) {
@@ -673,18 +681,20 @@ struct CommitPlan {
                     return
                 }
                 // Rows are checked in the generation the other side filled, once it has.
-                if let filled = outcome.withLock({ $0.failure == nil ? $0.filled : nil }) { checkChunks(of: chunks, in: filled, taking: nextChunk, failure: rowFailure) }
+                if let filled = outcome.withLock({ $0.failure == nil ? $0.filled : nil }) { checkRows(in: filled) }
             } else {
                 var next = head
                 next.applyValidated(record, indexingUniqueInserts: !insertsOnly, rowsByEntity: rowsByEntity)
                 outcome.withLock { $0.filled = next }
-                if outcome.withLock({ $0.failure == nil }) { checkChunks(of: chunks, in: next, taking: nextChunk, failure: rowFailure) }
+                if outcome.withLock({ $0.failure == nil }) { checkRows(in: next) }
             }
         }
-        let (failure, filled, indexes) = outcome.withLock { ($0.failure, $0.filled, $0.indexes) }
+        let (failure, filled, indexes, tallies) = outcome.withLock { ($0.failure, $0.filled, $0.indexes, $0.tallies) }
         if let failure { throw failure }
-        if let failure = rowFailure.withLock({ $0?.error }) { throw failure }
         guard var next = filled else { preconditionFailure("concurrentPerform returned before applying the transaction") }
+        if checkingConstraints, rowsFailed.load(ordering: .relaxed) || (insertsOnly && !EdgeTally.agree(tallies, layout: schema.layout)) {
+            try checkInserted(0..<inserted.count, in: next, lists: InverseLists())
+        }
         if let indexes { next.uniqueIndexes = indexes }
         if checkingConstraints { try checkChangedAndDeleted(after: next) }
         return next
@@ -694,23 +704,21 @@ struct CommitPlan {
     static var rowsCheckedPerChunk: Int { 512 }
 
     /// Checks chunks of the inserted rows in `next` (see ``rowsCheckedPerChunk``), taking
-    /// each chunk's number from `counter` until `chunks` are taken, and records the earliest
-    /// chunk's failure in `failure`; skips chunks after a chunk that failed.
+    /// each chunk's number from `counter` until `chunks` are taken, counting relationship
+    /// entries in `tally` (see ``checkInserted(_:in:lists:tally:)``); sets `failed` and
+    /// stops at the first chunk that fails, and when another thread has.
     private func checkChunks(
-        of chunks: Int, in next: Generation, taking counter: borrowing Atomic<Int>, failure: Locked<(chunk: Int, error: StoreError)?>
+        of chunks: Int, in next: Generation, taking counter: borrowing Atomic<Int>, tally: inout EdgeTally?, failed: borrowing Atomic<Bool>
     ) {
         let lists = InverseLists()
         let size = Self.rowsCheckedPerChunk
-        while true {
+        while !failed.load(ordering: .relaxed) {
             let index = counter.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < chunks else { return }
-            if let failed = failure.withLock({ $0?.chunk }), failed < index { return }
             do throws(StoreError) {
-                try checkInserted(index * size..<min(inserted.count, (index + 1) * size), in: next, lists: lists)
+                try checkInserted(index * size..<min(inserted.count, (index + 1) * size), in: next, lists: lists, tally: &tally)
             } catch {
-                failure.withLock { earliest in
-                    if earliest.map({ index < $0.chunk }) ?? true { earliest = (index, error) }
-                }
+                failed.store(true, ordering: .relaxed)
             }
         }
     }
@@ -815,12 +823,23 @@ struct CommitPlan {
 
     /// Checks required values, limits, references, inverses and delete rules of everything
     /// the transaction touched, in the generation it produces.
-    func checkConstraints(after next: Generation) throws(StoreError) {
-        try checkInserted(0..<inserted.count, in: next, lists: InverseLists())
+    func checkConstraints(after next: Generation, insertsOnly: Bool) throws(StoreError) {
+        let all = 0..<inserted.count
+        var tally = insertsOnly ? EdgeTally(transaction: next.transaction, layout: schema.layout) : nil
+        let passed: Bool
+        do throws(StoreError) {
+            try checkInserted(all, in: next, lists: InverseLists(), tally: &tally)
+            passed = tally.map { EdgeTally.agree([$0], layout: schema.layout) } ?? true
+        } catch {
+            guard tally != nil else { throw error }
+            passed = false
+        }
+        // Looked for again following every relationship, for the error such a pass finds first.
+        if !passed { try checkInserted(all, in: next, lists: InverseLists()) }
         try checkChangedAndDeleted(after: next)
     }
 
-    /// ``checkConstraints(after:)`` for the updated and deleted objects only.
+    /// ``checkConstraints(after:insertsOnly:)`` for the updated and deleted objects only.
     private func checkChangedAndDeleted(after next: Generation) throws(StoreError) {
         let lists = InverseLists()
         for update in updates {
@@ -856,23 +875,49 @@ struct CommitPlan {
         }
     }
 
-    private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
-        try forEachInsertedID(in: rows) { (row, id, entity) throws(StoreError) in
-            // An inserted row is in the next generation as sent: no need to look it up there.
-            try checkObject(id, entity: entity, values: self.inserted[row].values, keys: 0..<schema.layout.entities[entity].propertyCount,
-                            before: nil, in: next, lists: lists)
+    /// Checks the inserted rows `rows` in `next`, following every relationship to its
+    /// targets — or, with a `tally` (a transaction that only inserts), only the side of
+    /// each relationship that ``SchemaLayout/EntityLayout/followsTargets`` names, checking
+    /// that each target is an object the transaction inserts, and counting every side's
+    /// entries in the tally instead.
+    ///
+    /// That suffices in a transaction that only inserts: an object it inserts can be named
+    /// only by objects it inserts (every other keeps its values, which name objects that
+    /// existed before). So when each entry of the side followed has its inverse entry, and
+    /// the two sides hold as many entries as each other (no list names an object twice),
+    /// every entry of the other side is the inverse of one followed (``EdgeTally/agree(_:layout:)``).
+    /// A failure of this pass, or tallies that disagree, is not reported as is: the rows
+    /// are checked again following every relationship, for the error that pass finds first.
+    private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists, tally: inout EdgeTally?) throws(StoreError) {
+        try inserted.withUnsafeBufferPointer { (inserted) throws(StoreError) in
+            for row in rows {
+                let id = inserted[row].id
+                let entity = try entityIndex(id)
+                // An inserted row is in the next generation as sent: no need to look it up there.
+                try checkObject(id, entity: entity, values: inserted[row].values, keys: 0..<schema.layout.entities[entity].propertyCount,
+                                before: nil, in: next, lists: lists, tally: &tally)
+            }
         }
+    }
+
+    private func checkInserted(_ rows: Range<Int>, in next: Generation, lists: InverseLists) throws(StoreError) {
+        var tally: EdgeTally? = nil
+        try checkInserted(rows, in: next, lists: lists, tally: &tally)
     }
 
     private func checkObject(
         _ id: ObjectID, entity: Int, keys: some Sequence<Int>, before: [Value]?, in next: Generation, lists: InverseLists
     ) throws(StoreError) {
-        try checkObject(id, entity: entity, values: next.tables[entity][id.number]!.values, keys: keys, before: before, in: next, lists: lists)
+        var tally: EdgeTally? = nil
+        try checkObject(id, entity: entity, values: next.tables[entity][id.number]!.values, keys: keys, before: before, in: next, lists: lists,
+                        tally: &tally)
     }
 
-    /// Checks the properties `keys` of `id`, whose values in `next` are `values`.
+    /// Checks the properties `keys` of `id`, whose values in `next` are `values`; with a
+    /// `tally`, as ``checkInserted(_:in:lists:tally:)`` says.
     private func checkObject(
-        _ id: ObjectID, entity: Int, values: [Value], keys: some Sequence<Int>, before: [Value]?, in next: Generation, lists: InverseLists
+        _ id: ObjectID, entity: Int, values: [Value], keys: some Sequence<Int>, before: [Value]?, in next: Generation, lists: InverseLists,
+        tally: inout EdgeTally?
     ) throws(StoreError) {
         // Read in place: no copy of the entity, its properties or a single target's array.
         let layout = schema.layout.entities[entity]
@@ -909,18 +954,31 @@ struct CommitPlan {
                 let name = layout.propertyNames[index]
                 throw StoreError(.invalidTransaction, "\(id).\(name) lists an object twice", object: id, key: name)
             }
+            if tally != nil {
+                let entries: Int =
+                    switch value {
+                    case .object: 1
+                    case .objects(let ids): ids.count
+                    default: 0
+                    }
+                tally!.add(entries, entity: entity, property: index)
+                if !layout.followsTargets[index] { continue }
+            }
             let inverseIndex = layout.inverseIndexes[index]
             // The encoder has checked that every target is of the relationship's destination,
             // so its table is known without looking the target's entity up by name.
             guard let destination = layout.kinds[index].destination else {
                 preconditionFailure("\(layout.propertyNames[index]) of \(layout.name) is laid out as a relationship and an attribute")
             }
+            // A target of an inserted object, in a transaction that only inserts, is inserted
+            // by it too; its version tells (an error here is looked for again, see above).
+            let insertedBy = tally?.transaction
             func check(_ target: ObjectID) throws(StoreError) {
-                guard let other = next.tables[destination][target.number] else {
+                guard let other = next.tables[destination].value(at: inverseIndex, ofRow: target.number), insertedBy.map({ other.version == $0 }) ?? true else {
                     let name = layout.propertyNames[index]
                     throw StoreError(.danglingReference, "\(id).\(name) refers to \(target), which does not exist", object: id, key: name)
                 }
-                if !lists.refers(other.values[inverseIndex], of: target, inverseIndex, to: id) {
+                if !lists.refers(other.value, of: target, inverseIndex, to: id) {
                     let relationship = schema.entities[entity].relationships[index - layout.attributeCount]
                     throw StoreError(.inverseViolation, "\(id).\(relationship.name) refers to \(target), but \(target).\(relationship.inverse) does not refer back; set both sides in the same save",
                                      object: id, key: relationship.name)
@@ -967,6 +1025,37 @@ struct CommitPlan {
             let set = Set(ids)
             sets[key] = set
             return set.contains(id)
+        }
+    }
+
+    /// The entries of each relationship in the inserted rows one thread checked, for the
+    /// check of a transaction that only inserts (``checkInserted(_:in:lists:tally:)``).
+    struct EdgeTally {
+        /// The transaction checked: the version of the objects it inserts.
+        let transaction: UInt64
+        /// Per entity and property storage index.
+        private(set) var counts: [[Int]]
+
+        init(transaction: UInt64, layout: SchemaLayout) {
+            self.transaction = transaction
+            counts = layout.entities.map { [Int](repeating: 0, count: $0.propertyCount) }
+        }
+
+        mutating func add(_ entries: Int, entity: Int, property: Int) { counts[entity][property] += entries }
+
+        /// Whether the two sides of every relationship (but one that is its own inverse)
+        /// hold as many entries as each other, over every thread's tally.
+        static func agree(_ tallies: [EdgeTally], layout: SchemaLayout) -> Bool {
+            func total(_ entity: Int, _ property: Int) -> Int { tallies.reduce(0) { $0 + $1.counts[entity][property] } }
+            for (entity, entityLayout) in layout.entities.enumerated() {
+                for property in entityLayout.attributeCount..<entityLayout.propertyCount where entityLayout.followsTargets[property] {
+                    guard let destination = entityLayout.kinds[property].destination else { continue }
+                    let inverse = entityLayout.inverseIndexes[property]
+                    if destination < 0 || inverse < 0 || (destination, inverse) == (entity, property) { continue }
+                    if total(entity, property) != total(destination, inverse) { return false }
+                }
+            }
+            return true
         }
     }
 
