@@ -76,23 +76,6 @@ import Testing
         await store.close()
     }
 
-    /// Commits `graph` broken by `breaking`, expecting the refusal `code` naming `object` and `key`.
-    static func expectRefusal(
-        groups: Int, code: StoreError.Code, key: String, sourceLocation: SourceLocation = #_sourceLocation,
-        _ breaking: (inout Graph, Store) async throws -> ObjectID
-    ) async throws {
-        try await withStore { store in
-            var graph = Graph(groups: groups, store: store)
-            let object = try await breaking(&graph, store)
-            let before = store.currentGeneration
-            let error = await #expect(throws: StoreError.self, sourceLocation: sourceLocation) { try await store.commit(graph.changeSet) }
-            #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
-            #expect(error?.object == object && error?.key == key, "\(String(describing: error))", sourceLocation: sourceLocation)
-            let after = store.currentGeneration
-            #expect(after.transaction == before.transaction && after.totalCount == before.totalCount, sourceLocation: sourceLocation)
-        }
-    }
-
     /// The group broken: past the first half of a large change set, so that the chunks the
     /// second thread checks matter.
     static func brokenGroup(_ groups: Int) -> Int { groups * 2 / 3 }
@@ -109,144 +92,114 @@ import Testing
         }
     }
 
-    // MARK: One-to-many
+    /// A way to break the graph of group `g`, and the refusal it must meet: its code, key,
+    /// and the object `apply` returns.
+    struct Breakage: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let code: StoreError.Code
+        let key: String
+        let apply: @Sendable (_ graph: inout Graph, _ g: Int, Store) async throws -> ObjectID
 
-    @Test(arguments: sizes) func aPersonNamingATeamThatDoesNotListThemIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "team") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        init(_ description: String, _ code: StoreError.Code = .inverseViolation, key: String,
+             _ apply: @escaping @Sendable (_ graph: inout Graph, _ g: Int, Store) async throws -> ObjectID) {
+            testDescription = description
+            self.code = code
+            self.key = key
+            self.apply = apply
+        }
+    }
+
+    static let breakages: [Breakage] = [
+        // One-to-many.
+        Breakage("a person naming a team that does not list them", key: "team") { graph, g, _ in
             graph.set(graph.teams[g], "members", .objects([graph.leaders[g]]))
             return graph.followers[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aTeamListingAPersonWhoNamesNoTeamIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "members") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a team listing a person who names no team", key: "members") { graph, g, _ in
             graph.set(graph.followers[g], "team", .null)
             return graph.teams[g]
-        }
-    }
-
-    /// The person names a team committed before, which this transaction does not change.
-    @Test(arguments: sizes) func aPersonNamingATeamCommittedBeforeIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "team") { graph, store in
+        },
+        // The person names a team committed before, which this transaction does not change.
+        Breakage("a person naming a team committed before", key: "team") { graph, g, store in
             let old = store.allocateObjectIDs(for: "Team")[0]
             try await store.commit(ChangeSet(inserted: [RowImage(id: old, values: [.string("old"), .objects([])])]))
-            let g = Self.brokenGroup(groups)
             graph.set(graph.teams[g], "members", .objects([graph.leaders[g]]))
             graph.set(graph.followers[g], "team", .object(old))
             return graph.followers[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aTeamListingAPersonCommittedBeforeIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "members") { graph, store in
+        },
+        Breakage("a team listing a person committed before", key: "members") { graph, g, store in
             let old = store.allocateObjectIDs(for: "Person")[0]
             try await store.commit(ChangeSet(inserted: [RowImage(id: old, values: [.string("old"), .null, .objects([]), .null, .objects([]), .null, .objects([])])]))
-            let g = Self.brokenGroup(groups)
             graph.set(graph.teams[g], "members", .objects([graph.leaders[g], graph.followers[g], old]))
             return graph.teams[g]
-        }
-    }
-
-    /// A team handed out but never inserted.
-    @Test(arguments: sizes) func aPersonNamingATeamThatDoesNotExistIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .danglingReference, key: "team") { graph, store in
+        },
+        // A team handed out but never inserted.
+        Breakage("a person naming a team that does not exist", .danglingReference, key: "team") { graph, g, store in
             let missing = store.allocateObjectIDs(for: "Team")[0]
-            let g = Self.brokenGroup(groups)
             graph.set(graph.teams[g], "members", .objects([graph.leaders[g]]))
             graph.set(graph.followers[g], "team", .object(missing))
             return graph.followers[g]
-        }
-    }
-
-    /// A person moved to another team that does not list them, while their team still
-    /// does: their team, which comes before them, is named.
-    @Test(arguments: sizes) func aPersonMovedWithoutEitherTeamAgreeingIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "members") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        // Their team, which comes before them, is named.
+        Breakage("a person moved to a team that does not list them, their team still listing them", key: "members") { graph, g, _ in
             graph.set(graph.followers[g], "team", .object(graph.teams[g - 1]))
             return graph.teams[g]
-        }
-    }
-
-    /// A person names the team of the group before, which lists them in place of its own
-    /// follower, who still names it: every entry the team side lists has its inverse.
-    @Test(arguments: sizes) func aTeamListingAnotherTeamsPersonInPlaceOfItsOwnIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "team") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        // Every entry the team side lists has its inverse; the group before's follower has none.
+        Breakage("a team listing another team's person in place of its own", key: "team") { graph, g, _ in
             graph.set(graph.teams[g - 1], "members", .objects([graph.leaders[g - 1], graph.followers[g]]))
             graph.set(graph.teams[g], "members", .objects([graph.leaders[g]]))
             graph.set(graph.followers[g], "team", .object(graph.teams[g - 1]))
             return graph.followers[g - 1]
-        }
-    }
-
-    // MARK: Many-to-many, one-to-one, within an entity
-
-    @Test(arguments: sizes) func aPersonListingAClubThatDoesNotListThemIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "clubs") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        // Many-to-many, one-to-one, within an entity.
+        Breakage("a person listing a club that does not list them", key: "clubs") { graph, g, _ in
             graph.set(graph.clubs[g], "people", .objects([graph.leaders[g]]))
             return graph.followers[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aClubListingAPersonWhoDoesNotListItIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "people") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a club listing a person who does not list it", key: "people") { graph, g, _ in
             graph.set(graph.followers[g], "clubs", .objects([]))
             return graph.clubs[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aBadgeNamingAPersonWhoHasNoBadgeIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "holder") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a badge naming a person who has no badge", key: "holder") { graph, g, _ in
             graph.set(graph.followers[g], "badge", .null)
             return graph.badges[2 * g + 1]
-        }
-    }
-
-    @Test(arguments: sizes) func aPersonNamingABadgeThatNamesNoOneIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "badge") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a person naming a badge that names no one", key: "badge") { graph, g, _ in
             graph.set(graph.badges[2 * g + 1], "holder", .null)
             return graph.followers[g]
-        }
-    }
-
-    /// Two people name one badge, which names the second.
-    @Test(arguments: sizes) func twoPeopleNamingOneBadgeAreRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "badge") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        // The badge names the second.
+        Breakage("two people naming one badge", key: "badge") { graph, g, _ in
             graph.set(graph.leaders[g], "badge", .object(graph.badges[2 * g + 1]))
             graph.set(graph.badges[2 * g], "holder", .null)
             return graph.leaders[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aFriendshipOnOneSideIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "friends") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a friendship on one side", key: "friends") { graph, g, _ in
             graph.set(graph.followers[g], "friends", .objects([]))
             return graph.leaders[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aMentorNamedByAPersonTheyDoNotListIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "mentor") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a mentor named by a person they do not list", key: "mentor") { graph, g, _ in
             graph.set(graph.leaders[g], "mentees", .objects([]))
             return graph.followers[g]
-        }
-    }
-
-    @Test(arguments: sizes) func aMenteeListedByAPersonTheyDoNotNameIsRefused(groups: Int) async throws {
-        try await Self.expectRefusal(groups: groups, code: .inverseViolation, key: "mentees") { graph, _ in
-            let g = Self.brokenGroup(groups)
+        },
+        Breakage("a mentee listed by a person they do not name", key: "mentees") { graph, g, _ in
             graph.set(graph.followers[g], "mentor", .null)
             return graph.leaders[g]
+        },
+    ]
+
+    @Test(arguments: breakages, sizes)
+    func aBrokenRelationshipIsRefusedAsAFullPassFindsIt(breakage: Breakage, groups: Int) async throws {
+        try await Self.withStore { store in
+            var graph = Graph(groups: groups, store: store)
+            let object = try await breakage.apply(&graph, Self.brokenGroup(groups), store)
+            let before = store.currentGeneration
+            let error = await #expect(throws: StoreError.self) { try await store.commit(graph.changeSet) }
+            #expect(error?.code == breakage.code, "\(String(describing: error))")
+            #expect(error?.object == object && error?.key == breakage.key, "\(String(describing: error))")
+            let after = store.currentGeneration
+            #expect(after.transaction == before.transaction && after.totalCount == before.totalCount)
         }
     }
 }
