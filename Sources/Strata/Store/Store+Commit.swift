@@ -167,6 +167,9 @@ struct CommitPlan {
     private(set) var updates: [RowUpdate] = []
     private(set) var deletions: [ObjectID] = []
     private(set) var resolved: [Conflict] = []
+    /// The inserted objects' numbers as runs, per entity, when they were checked that way
+    /// (see ``insertedRunsIfPlain(unused:)``).
+    private var insertedRuns: [[Range<UInt64>]]?
 
     /// Checks the change set's identities against the numbers handed out (under their
     /// lock, only for that), then resolves its conflicts.
@@ -189,6 +192,12 @@ struct CommitPlan {
     /// Marks the numbers of the inserted objects used, once the commit is accepted: none
     /// of them can be inserted again.
     func useInsertedNumbers(_ unused: inout [UnusedNumbers]) {
+        if let insertedRuns {
+            for (entity, runs) in insertedRuns.enumerated() {
+                for run in runs { unused[entity].use(run) }
+            }
+            return
+        }
         do {
             try forEachInsertedID { (_, id, entity) throws(StoreError) in unused[entity].use(id.number) }
         } catch {
@@ -210,9 +219,40 @@ struct CommitPlan {
         }
     }
 
+    /// The numbers of the inserted objects of each entity, as runs of consecutive numbers in
+    /// the change set's order — when the change set only inserts, each entity's runs come in
+    /// increasing order, and each run lies in one range of numbers handed out and not used
+    /// (``UnusedNumbers``): then every object appears once and was handed out for it, checked
+    /// per run instead of per object (an importer inserts objects in the order their numbers
+    /// were handed out: a change set's objects of one entity are then one run). `nil` when it
+    /// does not hold, for the check per object to find the culprit.
+    private func insertedRunsIfPlain(unused: [UnusedNumbers]) -> [[Range<UInt64>]]? {
+        guard changes.updated.isEmpty, changes.deleted.isEmpty, !inserted.isEmpty else { return nil }
+        var runs = [[Range<UInt64>]](repeating: [], count: schema.entities.count)
+        let plain = inserted.withUnsafeBufferPointer { rows -> Bool in
+            for row in rows {
+                guard let entity = schema.entityIndex(of: row.id) else { return false }
+                let number = row.id.number
+                if let last = runs[entity].last {
+                    if number == last.upperBound {
+                        runs[entity][runs[entity].count - 1] = last.lowerBound..<number + 1
+                        continue
+                    }
+                    guard number > last.upperBound, unused[entity].contains(last) else { return false }
+                }
+                runs[entity].append(number..<number + 1)
+            }
+            return true
+        }
+        guard plain, runs.indices.allSatisfy({ entity in runs[entity].last.map { unused[entity].contains($0) } ?? true }) else { return nil }
+        return runs
+    }
+
     /// Every object appears once; inserted IDs were handed out by this store and never
     /// inserted before; changed and deleted objects are named correctly.
-    private func checkIdentities(unused: [UnusedNumbers]) throws(StoreError) {
+    private mutating func checkIdentities(unused: [UnusedNumbers]) throws(StoreError) {
+        insertedRuns = insertedRunsIfPlain(unused: unused)
+        if insertedRuns != nil { return }
         // Passed along rather than captured: a captured variable is checked for exclusive
         // access at run time on every use.
         var seen = [RepeatDetector<UInt64>](repeating: RepeatDetector(), count: schema.entities.count)

@@ -30,19 +30,32 @@ struct UnusedNumbers: Sendable {
         return ranges[index].contains(number)
     }
 
+    /// Whether every number of `run` was handed out and not used.
+    func contains(_ run: Range<UInt64>) -> Bool {
+        guard !run.isEmpty else { return true }
+        guard let index = rangeIndex(of: run.lowerBound) else { return false }
+        return ranges[index].lowerBound <= run.lowerBound && run.upperBound <= ranges[index].upperBound
+    }
+
     /// Marks `number` used; it must be unused.
     mutating func use(_ number: UInt64) {
-        guard let index = rangeIndex(of: number), ranges[index].contains(number) else {
-            preconditionFailure("object number \(number) is used twice")
+        use(number..<number + 1)
+    }
+
+    /// Marks the numbers of `run` used; they must all be unused.
+    mutating func use(_ run: Range<UInt64>) {
+        guard !run.isEmpty else { return }
+        guard let index = rangeIndex(of: run.lowerBound), contains(run) else {
+            preconditionFailure("object numbers \(run) are used twice")
         }
         let range = ranges[index]
-        if range.lowerBound == number {
-            if range.count == 1 { ranges.remove(at: index) } else { ranges[index] = number + 1..<range.upperBound }
-        } else if range.upperBound == number + 1 {
-            ranges[index] = range.lowerBound..<number
-        } else {
-            ranges[index] = range.lowerBound..<number
-            ranges.insert(number + 1..<range.upperBound, at: index + 1)
+        switch (range.lowerBound == run.lowerBound, range.upperBound == run.upperBound) {
+        case (true, true): ranges.remove(at: index)
+        case (true, false): ranges[index] = run.upperBound..<range.upperBound
+        case (false, true): ranges[index] = range.lowerBound..<run.lowerBound
+        case (false, false):
+            ranges[index] = range.lowerBound..<run.lowerBound
+            ranges.insert(run.upperBound..<range.upperBound, at: index + 1)
         }
     }
 
