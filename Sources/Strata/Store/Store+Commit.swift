@@ -199,22 +199,19 @@ struct CommitPlan {
             return
         }
         do {
-            try forEachInsertedID { (_, id, entity) throws(StoreError) in unused[entity].use(id.number) }
+            try forEachInsertedID { (id, entity) throws(StoreError) in unused[entity].use(id.number) }
         } catch {
             preconditionFailure("the inserted objects' entities were checked when the plan was made: \(error)")
         }
     }
 
-    /// Calls `body` with the row index, ID and entity index of each inserted object in
-    /// `range` (all of them by default), reading only the IDs (copying a row retains its
-    /// values).
-    private func forEachInsertedID(
-        in range: Range<Int>? = nil, _ body: (_ row: Int, ObjectID, _ entity: Int) throws(StoreError) -> Void
-    ) throws(StoreError) {
+    /// Calls `body` with the ID and entity index of each inserted object, reading only the
+    /// IDs (copying a row retains its values).
+    private func forEachInsertedID(_ body: (ObjectID, _ entity: Int) throws(StoreError) -> Void) throws(StoreError) {
         try inserted.withUnsafeBufferPointer { (rows) throws(StoreError) in
-            for i in range ?? rows.indices {
+            for i in rows.indices {
                 let id = rows[i].id
-                try body(i, id, try entityIndex(id))
+                try body(id, try entityIndex(id))
             }
         }
     }
@@ -230,9 +227,10 @@ struct CommitPlan {
         guard changes.updated.isEmpty, changes.deleted.isEmpty, !inserted.isEmpty else { return nil }
         var runs = [[Range<UInt64>]](repeating: [], count: schema.entities.count)
         let plain = inserted.withUnsafeBufferPointer { rows -> Bool in
-            for row in rows {
-                guard let entity = schema.entityIndex(of: row.id) else { return false }
-                let number = row.id.number
+            for i in rows.indices {
+                let id = rows[i].id
+                guard let entity = schema.entityIndex(of: id) else { return false }
+                let number = id.number
                 if let last = runs[entity].last {
                     if number == last.upperBound {
                         runs[entity][runs[entity].count - 1] = last.lowerBound..<number + 1
@@ -261,7 +259,7 @@ struct CommitPlan {
                 throw StoreError(.invalidTransaction, "\(id) appears more than once in the change set; merge its changes into one", object: id)
             }
         }
-        try forEachInsertedID { (_, id, entity) throws(StoreError) in
+        try forEachInsertedID { (id, entity) throws(StoreError) in
             try once(id, entity, &seen)
             guard unused[entity].contains(id.number) else {
                 if head.tables[entity][id.number] != nil {
