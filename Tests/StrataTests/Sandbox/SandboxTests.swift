@@ -22,42 +22,12 @@ import Testing
     private static func runBlocking(_ executable: URL, _ arguments: [String], timeout: Double) throws
         -> (status: Int32, output: String, errors: String, timedOut: Bool)
     {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        let child = try ChildProcess(arguments, executable: executable, readsErrors: true)
         // Read while it runs, so a full pipe never blocks it.
-        let collected = Collected()
-        let readers = DispatchGroup()
-        for (pipe, isOutput) in [(output, true), (errors, false)] {
-            DispatchQueue.global().async(group: readers) {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.set(data, output: isOutput)
-            }
-        }
-        let timedOut = exited.wait(timeout: .now() + timeout) == .timedOut
-        if timedOut {
-            process.terminate()
-            if exited.wait(timeout: .now() + 10) == .timedOut {
-                kill(process.processIdentifier, SIGKILL)
-                exited.wait()
-            }
-        }
-        _ = readers.wait(timeout: .now() + 10)
-        return (process.terminationStatus, collected.text(output: true), collected.text(output: false), timedOut)
-    }
-
-    final class Collected: @unchecked Sendable {
-        // @unchecked: guarded by `lock`.
-        private let lock = NSLock()
-        private var output = Data(), errors = Data()
-        func set(_ data: Data, output isOutput: Bool) { lock.withLock { if isOutput { output = data } else { errors = data } } }
-        func text(output isOutput: Bool) -> String { lock.withLock { String(decoding: isOutput ? output : errors, as: UTF8.self) } }
+        let read = child.remainingOutput(until: .now + .seconds(timeout))
+        if read.timedOut { child.sendKill() }
+        let exit = try child.waitForExit(within: .seconds(read.timedOut ? 10 : timeout))
+        return (exit.status, String(decoding: read.output, as: UTF8.self), String(decoding: read.errors, as: UTF8.self), read.timedOut)
     }
 
     func temporaryPath(_ name: String) -> String {
