@@ -26,15 +26,12 @@ struct UnusedNumbers: Sendable {
 
     /// Whether `number` was handed out and not used.
     func contains(_ number: UInt64) -> Bool {
-        guard let index = rangeIndex(of: number) else { return false }
-        return ranges[index].contains(number)
+        contains(number..<number + 1)
     }
 
     /// Whether every number of `run` was handed out and not used.
     func contains(_ run: Range<UInt64>) -> Bool {
-        guard !run.isEmpty else { return true }
-        guard let index = rangeIndex(of: run.lowerBound) else { return false }
-        return ranges[index].lowerBound <= run.lowerBound && run.upperBound <= ranges[index].upperBound
+        run.isEmpty || rangeIndex(holding: run) != nil
     }
 
     /// Marks `number` used; it must be unused.
@@ -45,9 +42,7 @@ struct UnusedNumbers: Sendable {
     /// Marks the numbers of `run` used; they must all be unused.
     mutating func use(_ run: Range<UInt64>) {
         guard !run.isEmpty else { return }
-        guard let index = rangeIndex(of: run.lowerBound), contains(run) else {
-            preconditionFailure("object numbers \(run) are used twice")
-        }
+        guard let index = rangeIndex(holding: run) else { preconditionFailure("object numbers \(run) are used twice") }
         let range = ranges[index]
         switch (range.lowerBound == run.lowerBound, range.upperBound == run.upperBound) {
         case (true, true): ranges.remove(at: index)
@@ -57,6 +52,12 @@ struct UnusedNumbers: Sendable {
             ranges[index] = range.lowerBound..<run.lowerBound
             ranges.insert(run.upperBound..<range.upperBound, at: index + 1)
         }
+    }
+
+    /// The index of the range that holds every number of the non-empty `run`, if one does.
+    private func rangeIndex(holding run: Range<UInt64>) -> Int? {
+        guard let index = rangeIndex(of: run.lowerBound), run.upperBound <= ranges[index].upperBound else { return nil }
+        return index
     }
 
     /// The index of the last range starting at or below `number`.
