@@ -89,4 +89,37 @@ import Testing
         #expect(b.count == 1 && Array(b).map(\.key) == [1 << 30])
         #expect(a.count == 1_000)
     }
+
+    /// Nodes own their elements: each is released once no table holds it — after copies,
+    /// replacements, removals and growth alike — and not before.
+    @Test func elementsLiveAsLongAsATableHoldsThem() {
+        final class Tracked: Sendable {
+            let released: Locked<Int>
+            init(_ released: Locked<Int>) { self.released = released }
+            deinit { released.withLock { $0 += 1 } }
+        }
+        let released = Locked(0)
+        var made = 0
+        func tracked() -> Tracked {
+            made += 1
+            return Tracked(released)
+        }
+        do {
+            var a = PersistentTable<Tracked>()
+            for key in 0..<2_000 as Range<UInt64> { a[key] = tracked() }
+            a[1 << 40] = tracked()
+            var b = a
+            for key in stride(from: 0, to: 2_000, by: 3) as StrideTo<UInt64> { b[key] = tracked() }
+            for key in stride(from: 1, to: 2_000, by: 3) as StrideTo<UInt64> { b[key] = nil }
+            b.updateValues(count: 100) { (UInt64(5_000 + $0), tracked()) }
+            #expect(released.withLock { $0 } == 0, "a holds every element b replaced or removed")
+            a = PersistentTable()
+            // What only `a` held is gone: the 667 elements `b` replaced and the 667 it removed.
+            #expect(released.withLock { $0 } == 1_334)
+            #expect(b.count == 2_000 - 667 + 1 + 100)
+            b[1 << 40] = nil
+            #expect(released.withLock { $0 } == 1_335)
+        }
+        #expect(released.withLock { $0 } == made, "every element is released with the last table")
+    }
 }
