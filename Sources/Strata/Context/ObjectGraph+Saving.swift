@@ -1987,7 +1987,7 @@ extension ObjectGraph {
     }
 
     /// `value` less the objects in `gone`, or `nil` when it names none of them.
-    private static func value(_ value: Value, without gone: Set<ObjectID>) -> Value? {
+    static func value(_ value: Value, without gone: Set<ObjectID>) -> Value? {
         switch value {
         case .object(let id) where gone.contains(id): .null
         case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })

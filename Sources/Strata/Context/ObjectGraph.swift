@@ -364,9 +364,14 @@ final class ObjectGraph {
     /// it by a save), name (see ``tombstonesShownAgain``).
     func noteTombstones(namedBy values: [Value], of entity: Int) {
         guard holdsTombstones else { return }
-        for (index, info) in relationships[entity].enumerated() where info != nil {
-            tombstonesShownAgain.formUnion(tombstones(in: values[index]) { $0.isLoaded && !$0.mayReappear && !$0.deletedInConflict })
-        }
+        for (index, info) in relationships[entity].enumerated() where info != nil { noteTombstones(in: values[index]) }
+    }
+
+    /// Notes the tombstones held here that a relationship's `value`, just read from the
+    /// parent, names (see ``tombstonesShownAgain``).
+    func noteTombstones(in value: Value) {
+        guard holdsTombstones else { return }
+        tombstonesShownAgain.formUnion(tombstones(in: value) { $0.isLoaded && !$0.mayReappear && !$0.deletedInConflict })
     }
 
     /// The objects a relationship's `value` names that are tombstones here and that `include`
@@ -700,14 +705,32 @@ final class ObjectGraph {
             refresh(target, mergeChanges: true)
             return
         }
-        guard let row = link.sourceView().row(target.objectID) else { return }
-        let now = row.values[index]
+        guard let now = readAgain(target, at: index) else { return }
         guard target.storage[index] != now else { return }
         // (Set directly, not as a change made now: it is what the context reads through.)
         target.storage[index] = now
         takeAsRead(now, for: target, at: index)
         touch(target)
         pendingNotification.refreshed.insert(target.objectID)
+    }
+
+    /// `target`'s relationship at `index` as the parent shows it now, read as a load reads
+    /// it: without the objects the parent holds deleted that are tombstones here, and with
+    /// the tombstones it names that the parent shows again noted, to come back at the end of
+    /// the turn (see ``tombstonesShownAgain``); `nil` when the parent does not show `target`.
+    /// (Taken as the parent showed it, an album's list named a song this context had found
+    /// deleted in the parent before the parent rolled the deletion back: the song stayed a
+    /// tombstone naming the album, and every save was refused as naming a deleted object.)
+    private func readAgain(_ target: ManagedObject, at index: Int) -> Value? {
+        let view = link.sourceView()
+        guard let row = view.row(target.objectID) else { return nil }
+        var value = row.values[index]
+        if holdsDeletionsOfParent {
+            let held = deletionsHeldByParent(in: value, parentView: view)
+            if !held.isEmpty { value = Self.value(value, without: held) ?? value }
+        }
+        noteTombstones(in: value)
+        return value
     }
 
     /// A to-many list changed here, read before what this context reads through changed it:
@@ -719,9 +742,8 @@ final class ObjectGraph {
     /// was refused as an inverse violation.)
     private func catchUpList(of target: ManagedObject, at index: Int) {
         guard relationships[target.entityIndex][index]?.isToMany == true, let read = target.rowMergedLast?[index],
-            let row = link.sourceView().row(target.objectID)
+            let now = readAgain(target, at: index)
         else { return }
-        let now = row.values[index]
         guard now != read else { return }
         let merged = Value.mergedList(base: read, ours: target.storage[index], theirs: now)
         takeAsRead(now, for: target, at: index)

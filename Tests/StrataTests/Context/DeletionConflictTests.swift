@@ -773,3 +773,103 @@ extension MergeAfterSavedDeletionTests {
         await f.close()
     }
 }
+
+extension SavedIntoParentNamingTombstoneTests {
+    /// A child changes album x (its title) and refreshes song s, which its parent holds
+    /// deleted (a tombstone here, which x lets go of); the parent merges a new song n on x
+    /// from another context, then rolls the deletion back. The child, which does not follow its parent,
+    /// then moves n — which it reads as the parent shows it, on x — to album y: x's list,
+    /// which never held n here, is read again as the parent shows it (x keeps its title
+    /// change), listing s and n, and lets go of n. Read so, the list names s, which comes
+    /// back as the parent shows it, as after a load or a refresh; and a list that holds a
+    /// change of its own merges the parent's the same way. (Left a tombstone, s was named by
+    /// x and named x back.)
+    @Test("a key read again as the parent shows it brings back what it names that the child held as deleted",
+          arguments: [false, true])
+    func keyReadAgainBringsBackTombstones(listChangedHere: Bool) async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        let extra = await child.perform { c -> ObjectID? in
+            let x = c.object(with: o.x, as: Album.self)
+            x.title = "Changed here"
+            _ = x.songs.map(\.title)
+            // A song of the child's own on x: the list holds a change here.
+            return listChangedHere ? insertSong(83, on: o.x, in: c) : nil
+        }
+        await parent.perform { c in c.delete(c.object(with: o.s)) }
+        let gone = await child.perform { c in
+            c.refresh(c.object(with: o.s), mergeChanges: false)
+            return (c.object(with: o.s).isDeletedElsewhere, c.object(with: o.x)["songs"])
+        }
+        #expect(gone.0 && gone.1 == .objects(extra.map { [$0] } ?? []), "s gone in the child, x without it: \(gone)")
+        // Another context puts a new song n on x; the parent merges it.
+        let saves = f.other.didSave()
+        let n = try await f.other.perform { c in
+            let song = insertSong(84, on: o.x, in: c)
+            try await c.save()
+            return song
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await parent.merge(save)
+        await parent.perform { c in c.rollback() }
+        await child.perform { c in c.object(with: n, as: Song.self).album = c.object(with: o.y, as: Album.self) }
+        let shown = await child.perform { c in
+            (c.object(with: o.x)["songs"], c.object(with: o.s).isDeletedElsewhere, c.object(with: o.s)["album"],
+             referencesToTombstones(c), relationshipDisagreements(c), c.object(with: o.x)["title"])
+        }
+        #expect(shown.0.referencedObjects.sorted() == ([o.s] + (extra.map { [$0] } ?? [])).sorted() && !shown.1 && shown.2 == .object(o.x),
+                "x lists \(shown.0), s gone \(shown.1), s's album \(shown.2)")
+        #expect(shown.3.isEmpty && shown.4.isEmpty && shown.5 == .string("Changed here"), "\(shown.3), \(shown.4), \(shown.5)")
+        try await child.save()
+        try await parent.save()
+        let g = f.store.currentGeneration
+        #expect(g.value(o.x, "songs")?.referencedObjects.sorted() == ([o.s] + (extra.map { [$0] } ?? [])).sorted() && g.value(n, "album") == .object(o.y),
+                "\(String(describing: g.value(o.x, "songs")))")
+        await f.close()
+    }
+}
+
+extension MergeAfterSavedDeletionTests {
+    /// A child holds album x listing song s (read before another context moved s to album
+    /// y) and s as the parent shows it now, on y. The parent deletes y, whose `deny` rule
+    /// leaves s naming it there (the parent's next save is refused until s goes); the child
+    /// finds y gone (a tombstone here, which s lets go of). The child changes s's title, then
+    /// takes s out of x's list: s, which names no album here, has its album read again as
+    /// the parent shows it — less the album the parent holds deleted, as a load reads it.
+    /// (Read as the parent shows it, s named y, a tombstone listing s back.)
+    @Test("a key read again as the parent shows it lets go of an object the parent holds deleted")
+    func keyReadAgainLetsGoOfDeletionParentHolds() async throws {
+        let f = try await ChildFixture(parent: "view", child: "editor")
+        let (o, parent, child) = (f.objects, f.parent, f.child)
+        let listed = await child.perform { c in c.object(with: o.x, as: Album.self).songs.map(\.objectID) }
+        #expect(listed == [o.s])
+        let saves = f.other.didSave()
+        try await f.other.perform { c in
+            c.object(with: o.s, as: Song.self).album = c.object(with: o.y, as: Album.self)
+            try await c.save()
+        }
+        let save = try #require(await firstElement(of: saves, timeout: .seconds(10)))
+        _ = await parent.merge(save)
+        let read = await child.perform { c in (c.object(with: o.s)["album"], c.object(with: o.y, as: Album.self).songs.map(\.objectID)) }
+        #expect(read.0 == .object(o.y) && read.1 == [o.s], "\(read)")
+        await parent.perform { c in c.delete(c.object(with: o.y)) }
+        let inParent = await parent.perform { c in (c.object(with: o.y).isDeleted, c.object(with: o.s)["album"]) }
+        #expect(inParent.0 && inParent.1 == .object(o.y), "the parent keeps s on the album it deletes: \(inParent)")
+        let gone = await child.perform { c in
+            c.refresh(c.object(with: o.y), mergeChanges: false)
+            return (c.object(with: o.y).isDeletedElsewhere, c.object(with: o.s)["album"])
+        }
+        #expect(gone.0 && gone.1 == .null, "y gone in the child, s without it: \(gone)")
+        await child.perform { c in
+            let song = c.object(with: o.s, as: Song.self)
+            song.title = "Changed here"
+            c.object(with: o.x, as: Album.self).songs = []
+        }
+        let shown = await child.perform { c in
+            (c.object(with: o.s)["album"], c.object(with: o.x)["songs"], referencesToTombstones(c), relationshipDisagreements(c))
+        }
+        #expect(shown.0 == .null && shown.1 == .objects([]), "s's album \(shown.0), x lists \(shown.1)")
+        #expect(shown.2.isEmpty && shown.3.isEmpty, "\(shown.2), \(shown.3)")
+        await f.close()
+    }
+}
