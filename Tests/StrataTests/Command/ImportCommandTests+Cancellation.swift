@@ -160,41 +160,38 @@ extension ImportCommandTests {
     @Test func importsWaitingOnQuietPipesLeaveThePoolToOtherTasks() async throws {
         let directory = TemporaryDirectory("strata-import-pipes")
         defer { directory.remove() }
-        var writers: [(fd: Int32, path: String)] = []
+        var writers: [Int32] = []
         var imports: [Task<Void, Never>] = []
         var stores: [Store] = []
-        // The imports that have ended (one that could not open its pipe never reads it).
-        let ended = Locked<Set<Int>>([])
-        for k in 0..<max(ProcessInfo.processInfo.activeProcessorCount, 2) {
+        let count = max(ProcessInfo.processInfo.activeProcessorCount, 2)
+        // Signalled by each import once it has its pipe open, or once it has failed to open it.
+        let ready = (0..<count).map { _ in DispatchSemaphore(value: 0) }
+        for k in 0..<count {
             let store = try Store.create(at: directory.appending("s\(k).strata"), schema: Fixtures.songbook, configuration: .init(durability: .none))
             stores.append(store)
             let (writer, path) = try Self.quietPipe(in: directory, "lines\(k).fifo", lines: [])
-            writers.append((writer, path))
+            writers.append(writer)
             imports.append(Task.detached {
-                defer { ended.withLock { _ = $0.insert(k) } }
                 var importer = JSONLinesImporter(store: store, batchSize: 1)
-                guard let reader = try? JSONLinesReader(path: path) else { return }
+                guard let reader = try? JSONLinesReader(path: path) else {
+                    ready[k].signal()
+                    return
+                }
+                ready[k].signal()
                 _ = try? await importer.run(reader)
             })
         }
         // The writers end their input after 3 s, from a Dispatch thread, whatever the pool does
-        // — each only once its import has opened the pipe, however long that takes: an import
-        // that opens it after its last writer closed would wait in `open` for a writer forever
-        // (a slow build, under ThreadSanitizer beside other work, hung the whole run so twice —
-        // the second time after a minute's wait for the reader had run out).
+        // — each only once its import has opened the pipe (or failed to), however long that takes:
+        // an import that opens it after its last writer closed would wait in `open` for a
+        // writer forever (a slow build, under ThreadSanitizer beside other work, hung the whole
+        // run so three times). The import says so itself: the test's own end is open for
+        // reading too (`O_RDWR`), so no probe of the pipe can tell whether the import has it.
         let toClose = writers
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
             for (k, writer) in toClose.enumerated() {
-                // Opening the write end without blocking succeeds only once a reader has it open.
-                while !ended.withLock({ $0.contains(k) }) {
-                    let probe = open(writer.path, O_WRONLY | O_NONBLOCK)
-                    if probe >= 0 {
-                        close(probe)
-                        break
-                    }
-                    usleep(10_000)
-                }
-                close(writer.fd)
+                ready[k].wait()
+                close(writer)
             }
         }
         let start = ContinuousClock.now
