@@ -126,18 +126,30 @@ extension ImportCommandTests {
         })
         let committed = Locked<[JSONLinesImporter.Event]>([])
         let ended = Locked(false)
+        // Signalled once the import has its pipe open, or has failed to open it.
+        let ready = DispatchSemaphore(value: 0)
         let importing = Task.detached { () -> Result<JSONLinesImporter.Summary, any Error> in
             defer { ended.withLock { $0 = true } }
             do {
                 var importer = JSONLinesImporter(store: store, batchSize: 2)
-                return .success(try await importer.run(try JSONLinesReader(path: path)) { event in
+                let reader: JSONLinesReader
+                do {
+                    reader = try JSONLinesReader(path: path)
+                    ready.signal()
+                } catch {
+                    ready.signal()
+                    throw error
+                }
+                return .success(try await importer.run(reader) { event in
                     if case .committed = event { committed.withLock { $0.append(event) } }
                 })
             } catch {
                 return .failure(error)
             }
         }
-        // The input ends after 30 s whatever happens, unless the test has closed it first.
+        // The input ends after 30 s whatever happens, unless the test has closed it first —
+        // once the import has the pipe open (one opening it after the last writer closed would
+        // wait in `open` forever: see `importsWaitingOnQuietPipesLeaveThePoolToOtherTasks`).
         let open = Locked<Int32?>(writer)
         @Sendable func closeInput() -> Bool {
             open.withLock { open -> Bool in
@@ -147,7 +159,10 @@ extension ImportCommandTests {
                 return true
             }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(30 * TestTiming.slowdown)) { _ = closeInput() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(30 * TestTiming.slowdown)) {
+            ready.wait()
+            _ = closeInput()
+        }
         let firstBatch = await eventually(within: 60) { !committed.withLock(\.isEmpty) || ended.withLock { $0 } }
         let stillOpen = closeInput()
         #expect(firstBatch && stillOpen, "the first batch of two lines was committed only when the input ended")
