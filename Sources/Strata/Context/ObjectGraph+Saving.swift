@@ -1716,10 +1716,17 @@ extension ObjectGraph {
     func withoutDeletionsHeldByParent(_ values: [Value], of entity: Int, parentView: ContextView) -> [Value] {
         var result = values
         for (index, info) in relationships[entity].enumerated() where info != nil {
-            let held = deletionsHeldByParent(in: values[index], parentView: parentView)
-            if !held.isEmpty, let kept = Self.value(values[index], without: held) { result[index] = kept }
+            result[index] = withoutDeletionsHeldByParent(values[index], parentView: parentView)
         }
         return result
+    }
+
+    /// A relationship's `value`, just read from the parent, without the tombstones here of
+    /// objects the parent holds deleted (see above).
+    func withoutDeletionsHeldByParent(_ value: Value, parentView: ContextView) -> Value {
+        let held = deletionsHeldByParent(in: value, parentView: parentView)
+        guard !held.isEmpty else { return value }
+        return Self.value(value, without: held) ?? value
     }
 
     /// Objects holding no change that took a merged save's values (`taken`, with the values
@@ -1987,7 +1994,7 @@ extension ObjectGraph {
     }
 
     /// `value` less the objects in `gone`, or `nil` when it names none of them.
-    static func value(_ value: Value, without gone: Set<ObjectID>) -> Value? {
+    private static func value(_ value: Value, without gone: Set<ObjectID>) -> Value? {
         switch value {
         case .object(let id) where gone.contains(id): .null
         case .objects(let list) where list.contains(where: gone.contains): .objects(list.filter { !gone.contains($0) })

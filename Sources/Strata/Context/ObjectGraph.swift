@@ -724,11 +724,7 @@ final class ObjectGraph {
     private func readAgain(_ target: ManagedObject, at index: Int) -> Value? {
         let view = link.sourceView()
         guard let row = view.row(target.objectID) else { return nil }
-        var value = row.values[index]
-        if holdsDeletionsOfParent {
-            let held = deletionsHeldByParent(in: value, parentView: view)
-            if !held.isEmpty { value = Self.value(value, without: held) ?? value }
-        }
+        let value = holdsDeletionsOfParent ? withoutDeletionsHeldByParent(row.values[index], parentView: view) : row.values[index]
         noteTombstones(in: value)
         return value
     }
