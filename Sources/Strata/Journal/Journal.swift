@@ -301,12 +301,7 @@ public final class Journal: Sendable {
     /// `validated`), without queuing it: a caller may encode while it does other work, then
     /// enqueue in order.
     func encode(_ record: TransactionRecord, validated: Bool) throws(StoreError) -> EncodedTransaction {
-        guard !configuration.readOnly else {
-            throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
-        }
-        // Reuse an encoding buffer: large fresh buffers come from mmap and cost a page fault
-        // per 4 KiB every time.
-        var writer = encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
+        var writer = try encodingBuffer()
         do throws(StoreError) {
             if validated {
                 codec.encodeFrame(record, into: &writer)
@@ -317,14 +312,90 @@ public final class Journal: Sendable {
             recycle(&writer)
             throw error
         }
+        return try encoded(record.number, in: writer)
+    }
+
+    /// A transaction being encoded whose inserted rows two threads write at once, each
+    /// calling ``write()`` — the threads that check a large commit, first thing, so that
+    /// encoding and checking take one parallel step (see ``RecordCodec/RowsInHalves``).
+    /// Then ``Journal/finishEncoding(_:)`` gives the encoded transaction, or `discard(_:)`
+    /// drops it.
+    struct EncodingInHalves: Sendable {
+        fileprivate let record: TransactionRecord
+        fileprivate let writer: ByteWriter
+        fileprivate let frame: RecordCodec.Frame
+        fileprivate let rows: RecordCodec.RowsInHalves
+
+        /// Writes the halves no thread has taken yet; returns once both are written.
+        func write() { rows.write() }
+
+        /// Whether a row does not fit the schema (once both halves are written).
+        var failed: Bool { rows.failed }
+
+        /// Throws the refusal of the first row that does not fit the schema, once both
+        /// halves are written.
+        func checkRows() throws(StoreError) {
+            if let refusal = rows.refusal { throw refusal }
+        }
+    }
+
+    /// Begins encoding `record`, checking it against the schema, with its rows left for two
+    /// threads to write (see ``EncodingInHalves``); `nil` when it has too few rows for that
+    /// (``encode(_:validated:)`` it whole instead).
+    func encodingInHalves(_ record: TransactionRecord) throws(StoreError) -> EncodingInHalves? {
+        guard RecordCodec.encodesInHalves(record) else { return nil }
+        var writer = try encodingBuffer()
+        do throws(StoreError) {
+            let frame = try codec.beginFrame(record, validating: true, into: &writer)
+            guard let rows = frame.rows else { preconditionFailure("a transaction of \(record.inserted.count) rows began without its rows in halves") }
+            return EncodingInHalves(record: record, writer: writer, frame: frame, rows: rows)
+        } catch {
+            recycle(&writer)
+            throw error
+        }
+    }
+
+    /// The encoded transaction, once both halves of `encoding` are written; throws the
+    /// refusal of its first row that does not fit, or when it is too large for a record.
+    /// Either way `encoding` is used up.
+    func finishEncoding(_ encoding: EncodingInHalves) throws(StoreError) -> EncodedTransaction {
+        var writer = encoding.writer
+        do throws(StoreError) {
+            try codec.finishFrame(encoding.frame, of: encoding.record, into: &writer)
+        } catch {
+            recycle(&writer)
+            throw error
+        }
+        return try encoded(encoding.record.number, in: writer)
+    }
+
+    /// Drops a transaction being encoded that will not be enqueued (its buffer is reused).
+    func discard(_ encoding: EncodingInHalves) {
+        var writer = encoding.writer
+        recycle(&writer)
+    }
+
+    /// A buffer to encode into. Reused: large fresh buffers come from mmap and cost a page
+    /// fault per 4 KiB every time.
+    private func encodingBuffer() throws(StoreError) -> ByteWriter {
+        guard !configuration.readOnly else {
+            throw StoreError(.readOnly, "the store was opened read-only; open it for writing to append", path: path)
+        }
+        return encodeBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 4096)
+    }
+
+    /// `writer`'s frame as an encoded transaction, unless it is larger than a record may be
+    /// (then the buffer is reused and the commit refused).
+    private func encoded(_ number: UInt64, in writer: ByteWriter) throws(StoreError) -> EncodedTransaction {
         guard writer.count - RecordFormat.frameHeaderSize <= RecordFormat.maximumPayload else {
             let size = writer.count
-            recycle(&writer)
+            var spent = writer
+            recycle(&spent)
             throw StoreError(.invalidTransaction,
                              "the transaction encodes to \(size) bytes, more than the \(RecordFormat.maximumPayload) one record may hold; save in smaller batches",
-                             transaction: record.number)
+                             transaction: number)
         }
-        return EncodedTransaction(number: record.number, frame: writer)
+        return EncodedTransaction(number: number, frame: writer)
     }
 
     /// Drops an encoded transaction that will not be enqueued (its buffer is reused).

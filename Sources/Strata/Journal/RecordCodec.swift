@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Encodes and decodes the payloads of transaction and checkpoint records for one schema,
 /// checking every value against its property: what is written is valid, and what is read
@@ -15,7 +16,7 @@ final class RecordCodec: Sendable {
     /// entity `e`'s properties are at `slotStarts[e]..<slotStarts[e + 1]`.
     private let slots: [Slot]
     private let slotStarts: [Int]
-    /// Buffers for the second half of large transactions (see ``writeRowsInHalves(_:into:)``).
+    /// Buffers for the second half of large transactions (see ``RowsInHalves``).
     private let halfBuffers = Locked<[ByteWriter]>([])
 
     /// What a property's value may be, in one byte: the encoder compares it with the
@@ -301,46 +302,41 @@ final class RecordCodec: Sendable {
         return true
     }
 
-    /// Writes the transaction's header fields and inserted rows, checking the rows against
-    /// the schema as it goes.
-    private func writeInserted(_ record: TransactionRecord, into w: inout ByteWriter) throws(StoreError) {
+    /// Writes the transaction's header fields: its number, time, author and row count.
+    private func writeHeader(_ record: TransactionRecord, into w: inout ByteWriter) {
         w.writeVarint(record.number)
         w.writeDouble(record.timestamp.timeIntervalSinceReferenceDate)
         w.writeString(record.author)
         w.writeVarint(record.inserted.count)
-        // (row, value): the first row that does not fit, and its first value that does not
-        // (`nil` when the row's ID or value count is wrong).
-        let failure = record.inserted.withUnsafeBufferPointer { rows -> (row: Int, value: Int?)? in
-            guard rows.count >= Self.rowsEncodedInHalves, Self.processors > 1 else {
-                return writeRows(rows, 0..<rows.count, into: &w)
-            }
-            return writeRowsInHalves(rows, into: &w)
-        }
-        guard let failure else { return }
-        let row = record.inserted[failure.row]
-        let entity = try entity(of: row.id, record.number)
-        guard let i = failure.value else {
-            throw invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", record.number)
-        }
-        let problem = Self.mismatch(row.values[i], for: entity.kinds[i], in: layout) ?? "does not fit"
-        throw invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
     }
 
-    /// Transactions inserting at least this many rows are encoded in two halves at once, on
-    /// the caller's thread and one other: below it, handing half to another thread costs
-    /// more than it saves.
+    /// The error for the first row of `record` that does not fit the schema: `failure` is
+    /// that row and its first value that does not fit (`nil` when the row's ID or value
+    /// count is wrong), as ``writeRows(_:_:into:)`` reports it.
+    fileprivate func refusal(of record: TransactionRecord, _ failure: (row: Int, value: Int?)) -> StoreError {
+        let row = record.inserted[failure.row]
+        let entity: SchemaLayout.EntityLayout
+        do throws(StoreError) { entity = try self.entity(of: row.id, record.number) } catch { return error }
+        guard let i = failure.value else {
+            return invalid("\(row.id): \(row.values.count) values given, \(entity.name) has \(entity.propertyCount) properties \(entity.propertyNames)", record.number)
+        }
+        let problem = Self.mismatch(row.values[i], for: entity.kinds[i], in: layout) ?? "does not fit"
+        return invalid("\(row.id), key \"\(entity.propertyNames[i])\": \(problem)", record.number)
+    }
+
+    /// Transactions inserting at least this many rows are encoded in two halves at once
+    /// (``RowsInHalves``): below it, handing half to another thread costs more than it saves.
     static var rowsEncodedInHalves: Int { 512 }
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
-    /// Rows read by both halves of ``writeRowsInHalves(_:into:)``.
-    private struct SharedRows: @unchecked Sendable {
-        // @unchecked: the buffer is only read, and only during the `concurrentPerform` call
-        // that its owner's `withUnsafeBufferPointer` encloses.
-        let rows: UnsafeBufferPointer<RowImage>
+    /// Whether ``beginFrame(_:validating:into:)`` leaves `record`'s rows to be written in
+    /// two halves at once.
+    static func encodesInHalves(_ record: TransactionRecord) -> Bool {
+        record.inserted.count >= rowsEncodedInHalves && processors > 1
     }
 
     /// Writes rows `range`, checking each against the schema; returns the first that does
-    /// not fit (see ``writeInserted(_:into:)``).
+    /// not fit (see ``refusal(of:_:)``).
     private func writeRows(_ rows: UnsafeBufferPointer<RowImage>, _ range: Range<Int>, into w: inout ByteWriter) -> (row: Int, value: Int?)? {
         var cache = EntityCache()
         return w.withCursor { c in
@@ -359,56 +355,168 @@ final class RecordCodec: Sendable {
         }
     }
 
-    /// Writes the first half of `rows` on this thread while another thread writes the second
-    /// half into a buffer of its own, then appends that buffer: the bytes are the same as
-    /// ``writeRows(_:_:into:)`` over all of them. Returns the first row that does not fit.
-    private func writeRowsInHalves(_ rows: UnsafeBufferPointer<RowImage>, into w: inout ByteWriter) -> (row: Int, value: Int?)? {
-        let split = rows.count / 2
-        let first = w, second = halfBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 64 << 10)
-        let shared = SharedRows(rows: rows)
-        // Each half's outcome crosses threads under a lock (which ThreadSanitizer sees,
-        // unlike the join inside `concurrentPerform`), ordering its bytes before our reads.
-        let failures = Locked<[(row: Int, value: Int?)?]>([nil, nil])
-        DispatchQueue.concurrentPerform(iterations: 2) { part in
-            // Copies of a writer share its storage: writing through `half` fills `w`'s
-            // bytes (first half) or the spare buffer's (second half).
-            var half = part == 0 ? first : second
-            let failure = writeRows(shared.rows, part == 0 ? 0..<split : split..<shared.rows.count, into: &half)
-            failures.withLock { $0[part] = failure }
+    /// A transaction's inserted rows written in two halves at once: the first half into the
+    /// frame's own writer, the second into a spare one, each checksummed by the thread that
+    /// wrote it while its bytes are in that processor's cache; ``append(into:continuing:)``
+    /// then joins them. The bytes are those ``writeRows(_:_:into:)`` writes over all rows.
+    ///
+    /// Two threads call ``write()`` (or one does, writing both halves in turn); a commit's
+    /// checking threads do it first thing (see ``Journal/EncodingInHalves``), so that
+    /// encoding and checking a large transaction take one parallel step, not two.
+    final class RowsInHalves: @unchecked Sendable {
+        // @unchecked: each half's writer is written only by the thread that took that half
+        // (`taken`), and read only after that thread reported it done under `outcome`'s
+        // lock, which orders its bytes before the reader's reads. The rest is immutable.
+        private let codec: RecordCodec
+        private let record: TransactionRecord
+        private let split: Int
+        /// Where the rows start in the first half's writer.
+        private let rowsStart: Int
+        /// Copies of a writer share its storage: writing through `first` fills the frame's
+        /// writer; `second` is the codec's spare buffer, given back when this is freed.
+        private let first: ByteWriter
+        private let second: ByteWriter
+        private let taken = Atomic<Int>(0)
+        private let outcome = Locked<Outcome>(Outcome())
+
+        private struct Outcome {
+            var written = 0
+            var failures: [(row: Int, value: Int?)?] = [nil, nil]
+            var checksums: [UInt32] = [0, 0]
         }
-        let (firstFailure, secondFailure) = failures.withLock { ($0[0], $0[1]) }
-        if let firstFailure { return firstFailure }
-        if let secondFailure { return secondFailure }
-        var spent = second
-        spent.withUnsafeBytes { w.write($0) }
-        spent.removeAll()
-        if spent.capacity <= 16 << 20 { halfBuffers.withLock { pool in if pool.count < 2 { pool.append(spent) } } }
-        return nil
+
+        fileprivate init(codec: RecordCodec, record: TransactionRecord, frame: ByteWriter) {
+            self.codec = codec
+            self.record = record
+            split = record.inserted.count / 2
+            rowsStart = frame.count
+            first = frame
+            second = codec.halfBuffers.withLock { $0.popLast() } ?? ByteWriter(capacity: 64 << 10)
+        }
+
+        deinit {
+            var spent = second
+            spent.removeAll()
+            if spent.capacity <= 16 << 20 { codec.halfBuffers.withLock { pool in if pool.count < 2 { pool.append(spent) } } }
+        }
+
+        /// Writes the halves no thread has taken yet, then waits until the one another
+        /// thread took is written (that thread is writing it: it took it to do so).
+        func write() {
+            while true {
+                let half = taken.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard half < 2 else { break }
+                write(half: half)
+            }
+            while outcome.withLock({ $0.written }) < 2 { sched_yield() }
+        }
+
+        private func write(half: Int) {
+            var writer = half == 0 ? first : second
+            let start = half == 0 ? rowsStart : 0
+            let failure = record.inserted.withUnsafeBufferPointer { rows in
+                codec.writeRows(rows, half == 0 ? 0..<split : split..<rows.count, into: &writer)
+            }
+            let checksum = failure != nil ? 0 : writer.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            outcome.withLock {
+                $0.written += 1
+                $0.failures[half] = failure
+                $0.checksums[half] = checksum
+            }
+        }
+
+        /// The refusal of the first row that does not fit the schema, once both halves are
+        /// written; `nil` when every row fits.
+        var refusal: StoreError? {
+            let failure = outcome.withLock { $0.failures[0] ?? $0.failures[1] }
+            return failure.map { codec.refusal(of: record, $0) }
+        }
+
+        /// Whether a row does not fit (once both halves are written).
+        var failed: Bool { outcome.withLock { $0.failures[0] != nil || $0.failures[1] != nil } }
+
+        /// Appends the second half after the first in `w` (the frame's writer, which holds
+        /// the first) once both are written without a failure; returns the checksum (from 0)
+        /// of `w`'s bytes from `payloadStart` through the rows: that of the bytes before the
+        /// rows, joined to the halves' own.
+        fileprivate func append(into w: inout ByteWriter, payloadStart: Int) -> UInt32 {
+            let checksums = outcome.withLock { $0.checksums }
+            let header = w.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[payloadStart..<rowsStart])) }
+            let firstLength = w.count - rowsStart
+            let secondLength = second.count
+            second.withUnsafeBytes { w.write($0) }
+            return CRC32C.combine(CRC32C.combine(header, checksums[0], length: firstLength), checksums[1], length: secondLength)
+        }
+
+        /// Writes both halves on this thread and one other.
+        fileprivate func writeOnTwoThreads() {
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in write() }
+        }
+    }
+
+    /// A transaction frame begun in a writer: its header written, its rows written or —
+    /// for a large transaction — to be written in halves by two threads.
+    struct Frame: Sendable {
+        fileprivate let start: Int
+        /// The rows still to write, or `nil` when they are written.
+        let rows: RowsInHalves?
+    }
+
+    /// Begins `record`'s frame in `w`: checks its shape (its updates and deletions) when
+    /// `validating`, writes its header, and writes its rows unless it is large enough to
+    /// be written in halves (``encodesInHalves(_:)``). Throws for the first row that does
+    /// not fit; the writer then holds a partial frame: discard it.
+    func beginFrame(_ record: TransactionRecord, validating: Bool, into w: inout ByteWriter) throws(StoreError) -> Frame {
+        if validating {
+            var shapeOnly = record
+            shapeOnly.inserted = []
+            try validate(shapeOnly)
+        }
+        let start = w.beginFrame(.transaction)
+        writeHeader(record, into: &w)
+        if Self.encodesInHalves(record) { return Frame(start: start, rows: RowsInHalves(codec: self, record: record, frame: w)) }
+        if let failure = record.inserted.withUnsafeBufferPointer({ writeRows($0, 0..<$0.count, into: &w) }) {
+            throw refusal(of: record, failure)
+        }
+        return Frame(start: start, rows: nil)
+    }
+
+    /// Ends a frame ``beginFrame(_:validating:into:)`` began for `record` in `w`, once its
+    /// rows are written: throws the refusal of the first row that does not fit, or writes
+    /// the updates and deletions and fills in the frame's length and checksum.
+    func finishFrame(_ frame: Frame, of record: TransactionRecord, into w: inout ByteWriter) throws(StoreError) {
+        guard let rows = frame.rows else {
+            encodeChanges(record, into: &w)
+            w.finishFrame(at: frame.start, seed: seed)
+            return
+        }
+        if let refusal = rows.refusal { throw refusal }
+        // The halves' checksums, joined to those of the bytes around them.
+        let throughRows = rows.append(into: &w, payloadStart: frame.start + RecordFormat.frameHeaderSize)
+        let changesStart = w.count
+        encodeChanges(record, into: &w)
+        let payload = w.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[changesStart...]), continuing: throughRows) }
+        w.finishFrame(at: frame.start, seed: seed, payloadChecksum: payload)
     }
 
     /// Checks a transaction against the schema and appends it as a framed record, in one
     /// pass over the inserted rows' values (the bulk of any large transaction). On a
     /// failure the writer holds a partial record: discard it.
     func encodeValidating(_ record: TransactionRecord, into w: inout ByteWriter) throws(StoreError) {
-        var shapeOnly = record
-        shapeOnly.inserted = []
-        try validate(shapeOnly)
-        let start = w.beginFrame(.transaction)
-        try writeInserted(record, into: &w)
-        encodeChanges(record, into: &w)
-        w.finishFrame(at: start, seed: seed)
+        let frame = try beginFrame(record, validating: true, into: &w)
+        frame.rows?.writeOnTwoThreads()
+        try finishFrame(frame, of: record, into: &w)
     }
 
     /// Appends a validated transaction as a framed record.
     func encodeFrame(_ record: TransactionRecord, into w: inout ByteWriter) {
-        let start = w.beginFrame(.transaction)
         do throws(StoreError) {
-            try writeInserted(record, into: &w)
+            let frame = try beginFrame(record, validating: false, into: &w)
+            frame.rows?.writeOnTwoThreads()
+            try finishFrame(frame, of: record, into: &w)
         } catch {
             preconditionFailure("\(error.message); validate records before encoding")
         }
-        encodeChanges(record, into: &w)
-        w.finishFrame(at: start, seed: seed)
     }
 
     /// Writes a transaction's updates and deletions (after its inserted rows).

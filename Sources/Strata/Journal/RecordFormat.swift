@@ -49,11 +49,21 @@ enum RecordFormat {
 
     /// The checksum of a frame: its length and type bytes, then its payload.
     static func checksum(length: UInt32, type: UInt8, payload: UnsafeRawBufferPointer, seed: UInt32) -> UInt32 {
+        CRC32C.checksum(payload, continuing: headChecksum(length: length, type: type, seed: seed))
+    }
+
+    /// ``checksum(length:type:payload:seed:)`` from the payload's own checksum (started
+    /// from 0) instead of its bytes: the length is the payload's.
+    static func checksum(length: UInt32, type: UInt8, payloadChecksum: UInt32, seed: UInt32) -> UInt32 {
+        CRC32C.combine(headChecksum(length: length, type: type, seed: seed), payloadChecksum, length: Int(length))
+    }
+
+    /// The checksum of a frame's length and type bytes, from the seed.
+    private static func headChecksum(length: UInt32, type: UInt8, seed: UInt32) -> UInt32 {
         var head: (UInt32, UInt8) = (length.littleEndian, type)
-        let crc = withUnsafeBytes(of: &head) { raw in
+        return withUnsafeBytes(of: &head) { raw in
             CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<5]), continuing: seed)
         }
-        return CRC32C.checksum(payload, continuing: crc)
     }
 }
 
@@ -81,6 +91,14 @@ extension ByteWriter {
         let crc = withUnsafeBytes { raw in
             RecordFormat.checksum(length: length, type: type, payload: UnsafeRawBufferPointer(rebasing: raw[payloadStart...]), seed: seed)
         }
+        patchUInt32(length, at: start)
+        patchUInt32(crc, at: start + 4)
+    }
+
+    /// ``finishFrame(at:seed:)`` for a payload whose checksum (started from 0) is known.
+    mutating func finishFrame(at start: Int, seed: UInt32, payloadChecksum: UInt32) {
+        let length = UInt32(count - start - RecordFormat.frameHeaderSize)
+        let crc = RecordFormat.checksum(length: length, type: self[start + 8], payloadChecksum: payloadChecksum, seed: seed)
         patchUInt32(length, at: start)
         patchUInt32(crc, at: start + 4)
     }

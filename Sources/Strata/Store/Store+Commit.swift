@@ -102,18 +102,24 @@ extension Store {
             let record = plan.record(number: s.head.transaction + 1)
             // The merge policy may have dropped every change: then there is nothing to commit.
             if record.isEmpty { return (nil, s.head, plan.resolved, .none) }
-            // Checked against the schema as it is encoded, in one pass over its values.
-            var encoded = try journal.encode(record, validated: false)
+            // Checked against the schema as it is encoded, in one pass over its values — for a
+            // large transaction, by the two threads that check it, each encoding half of its
+            // rows first (one parallel step for both; the encoder's refusal still comes first).
+            let halves = CommitPlan.checksInParallel(record) ? try journal.encodingInHalves(record) : nil
+            var whole = halves == nil ? try journal.encode(record, validated: false) : nil
             let next: Generation
             do throws(StoreError) {
                 // The importer checks the constraints line by line as it stages (and names the
                 // line); its change sets skip the second pass. Same in every build, so the tests,
                 // which check the store's integrity after imports, cover the path users run.
-                next = try plan.apply(record, checkingConstraints: !changes.constraintsChecked)
+                next = try plan.apply(record, checkingConstraints: !changes.constraintsChecked, encoding: halves)
             } catch {
-                journal.discard(&encoded)
+                if whole != nil { journal.discard(&whole!) }
+                if let halves { journal.discard(halves) }
                 throw error
             }
+            let encoded: Journal.EncodedTransaction
+            if let whole { encoded = whole } else { encoded = try journal.finishEncoding(halves!) }
             // Queued for publication before the journal can make it durable, so the writer
             // always finds it; taken back if the journal refuses it.
             let notification = plan.notification(for: record, in: next)
@@ -666,6 +672,11 @@ struct CommitPlan {
     static var rowsCheckedInParallel: Int { 2_048 }
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
+    /// Whether ``apply(_:checkingConstraints:encoding:)`` checks `record` on two threads.
+    static func checksInParallel(_ record: TransactionRecord) -> Bool {
+        record.inserted.count + record.updated.count >= rowsCheckedInParallel && processors > 1
+    }
+
     /// The generation `record` (checked against the schema) produces from the head, after
     /// checking its unique keys against the head and — when `checkingConstraints` — the
     /// constraints on the result (``checkConstraints(after:insertsOnly:)``).
@@ -676,12 +687,19 @@ struct CommitPlan {
     /// is done with its first part (the head does not change meanwhile, and the new
     /// generation is thrown away if anything fails). The failure reported is the one a
     /// single pass would have found first: a unique key's, then the earliest row's.
-    func apply(_ record: TransactionRecord, checkingConstraints: Bool) throws(StoreError) -> Generation {
+    ///
+    /// `encoding`, when given, is `record` being encoded with its rows left to write: the two
+    /// threads write them first, and its refusal of a row comes before any failure here.
+    func apply(_ record: TransactionRecord, checkingConstraints: Bool, encoding: Journal.EncodingInHalves? = nil) throws(StoreError) -> Generation {
         // A transaction that only inserts (a bulk import) has its unique keys checked and
         // indexed in one walk each, on one thread, while the other fills the tables; its
         // relationships are checked from one side (``checkInserted(_:in:lists:tally:)``).
         let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
-        guard record.inserted.count + record.updated.count >= Self.rowsCheckedInParallel, Self.processors > 1 else {
+        guard Self.checksInParallel(record) else {
+            if let encoding {
+                encoding.write()
+                try encoding.checkRows()
+            }
             try checkUniques(record)
             var next = head
             next.applyValidated(record)
@@ -706,6 +724,11 @@ struct CommitPlan {
             if let tally { outcome.withLock { $0.tallies.append(tally) } }
         }
         DispatchQueue.concurrentPerform(iterations: 2) { part in
+            if let encoding {
+                encoding.write()
+                // Refused below, before anything this step would find.
+                if encoding.failed { return }
+            }
             if part == 0 {
                 do throws(StoreError) {
                     if insertsOnly {
@@ -727,6 +750,7 @@ struct CommitPlan {
                 if outcome.withLock({ $0.failure == nil }) { checkRows(in: next) }
             }
         }
+        try encoding?.checkRows()
         let (failure, filled, indexes, tallies) = outcome.withLock { ($0.failure, $0.filled, $0.indexes, $0.tallies) }
         if let failure { throw failure }
         guard var next = filled else { preconditionFailure("concurrentPerform returned before applying the transaction") }

@@ -130,17 +130,64 @@ import Testing
         }
     }
 
+    /// Artists and their albums, alternating (`rows`), broken twice: the fourth artist does
+    /// not list its album, and the last repeats the first one's key.
+    static func artistsAndAlbumsBrokenTwice(in store: Store) -> (artists: [ObjectID], albums: [ObjectID], rows: [RowImage]) {
+        let artists = store.allocateObjectIDs(for: "Artist", count: size / 2)
+        let albums = store.allocateObjectIDs(for: "Album", count: size / 2)
+        var rows: [RowImage] = []
+        for i in artists.indices {
+            rows.append(Songbook.artist(artists[i], artistID: i == artists.count - 1 ? 0 : Int64(i), albums: i == 3 ? [] : [albums[i]]))
+            rows.append(Songbook.album(albums[i], albumID: Int64(i), artist: artists[i]))
+        }
+        return (artists, albums, rows)
+    }
+
+    /// A value that does not fit its property, or a row with too few values, in either half
+    /// of a change set whose rows the checking threads encode as they check it: refused with
+    /// the encoder's message for the first such row — before the key given twice and the
+    /// broken inverse the change set also holds, as when it was encoded before the checks —
+    /// with nothing kept, and the next commit and a reopen as if it had never come.
+    @Test(arguments: [[7], [Self.size - 3], [1_000, Self.size - 3], [Self.size / 2 + 1]])
+    func aRowThatDoesNotFitIsRefusedByTheEncoderFirst(bad: [Int]) async throws {
+        let directory = TemporaryDirectory("strata-large-change-sets")
+        defer { directory.remove() }
+        let path = directory.appending("store")
+        let store = try Store.create(at: path, schema: Fixtures.songbook, configuration: .init(durability: .full))
+        let (artists, albums, broken) = Self.artistsAndAlbumsBrokenTwice(in: store)
+        var rows = broken
+        #expect(CommitPlan.checksInParallel(TransactionRecord(number: 1, inserted: rows)) && RecordCodec.encodesInHalves(TransactionRecord(number: 1, inserted: rows)))
+        for index in bad {
+            // Rows at even positions are artists: a number for the name; an album loses its last value.
+            if index % 2 == 0 { rows[index].values[1] = .int(5) } else { rows[index].values.removeLast() }
+        }
+        let first = rows[bad.min()!]
+        let error = await #expect(throws: StoreError.self) { try await store.commit(ChangeSet(inserted: rows)) }
+        #expect(error?.code == .invalidTransaction, "\(error?.message ?? "no error")")
+        #expect(error?.message.hasPrefix("\(first.id)") == true, "\(error?.message ?? "no error")")
+        #expect(error?.message.contains(first.id.entity == "Artist" ? "key \"name\"" : "values given") == true, "\(error?.message ?? "no error")")
+        #expect(store.currentGeneration.transaction == 0 && store.currentGeneration.count(of: "Artist") == 0)
+        // The same rows made to fit (and their key and inverse mended) commit, and read back.
+        for index in bad {
+            rows[index] = index % 2 == 0
+                ? Songbook.artist(artists[index / 2], artistID: Int64(index / 2), albums: index / 2 == 3 ? [] : [albums[index / 2]])
+                : Songbook.album(albums[index / 2], albumID: Int64(index / 2), artist: artists[index / 2])
+        }
+        rows[6] = Songbook.artist(artists[3], artistID: 3, albums: [albums[3]])
+        rows[rows.count - 2] = Songbook.artist(artists.last!, artistID: Int64(artists.count - 1), albums: [albums.last!])
+        try await store.commit(ChangeSet(inserted: rows))
+        await store.close()
+        let reopened = try Store.open(at: path)
+        #expect(reopened.currentGeneration.transaction == 1 && reopened.currentGeneration.count(of: "Album") == Self.size / 2)
+        #expect(reopened.currentGeneration.object(of: "Artist", uniqueValue: .int(Int64(artists.count - 1)))?.id == artists.last)
+        await reopened.close()
+    }
+
     /// A change set with a broken inverse early and a key given twice late: the key's
     /// refusal is reported, as a single pass (unique keys first) would.
     @Test func aKeyGivenTwiceIsReportedBeforeABrokenInverse() async throws {
         try await Self.withStore { store in
-            let artists = store.allocateObjectIDs(for: "Artist", count: Self.size / 2)
-            let albums = store.allocateObjectIDs(for: "Album", count: Self.size / 2)
-            var rows: [RowImage] = []
-            for i in artists.indices {
-                rows.append(Songbook.artist(artists[i], artistID: i == artists.count - 1 ? 0 : Int64(i), albums: i == 3 ? [] : [albums[i]]))
-                rows.append(Songbook.album(albums[i], albumID: Int64(i), artist: artists[i]))
-            }
+            let (artists, _, rows) = Self.artistsAndAlbumsBrokenTwice(in: store)
             let error = await #expect(throws: StoreError.self) { try await store.commit(ChangeSet(inserted: rows)) }
             #expect(error?.code == .uniqueViolation && error?.object == artists.last)
             #expect(store.currentGeneration.count(of: "Album") == 0 && store.currentGeneration.count(of: "Artist") == 0)
