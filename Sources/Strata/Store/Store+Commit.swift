@@ -683,9 +683,9 @@ struct CommitPlan {
     ///
     /// A large transaction is checked on two threads at once: one checks (and, for a
     /// transaction that only inserts, indexes) its unique keys while the other fills the
-    /// tables; then both check the inserted rows' constraints in chunks, each as soon as it
-    /// is done with its first part (the head does not change meanwhile, and the new
-    /// generation is thrown away if anything fails). The failure reported is the one a
+    /// tables; then both check the inserted rows' constraints in chunks, once the tables are
+    /// filled (the head does not change meanwhile, and the new generation is thrown away if
+    /// anything fails). The failure reported is the one a
     /// single pass would have found first: a unique key's, then the earliest row's.
     ///
     /// `encoding`, when given, is `record` being encoded with its rows left to write: the two
@@ -711,8 +711,8 @@ struct CommitPlan {
         let chunks = checkingConstraints ? (inserted.count + Self.rowsCheckedPerChunk - 1) / Self.rowsCheckedPerChunk : 0
         // Each side's outcome crosses threads under a lock (which ThreadSanitizer sees,
         // unlike the join inside `concurrentPerform`). `filled` is the generation with the
-        // tables filled, for the side that checks unique keys to check rows in; `tallies`
-        // the relationship entries each side counted in the rows it checked.
+        // tables filled, which both threads check rows in; `tallies` the relationship
+        // entries each thread counted in the rows it checked.
         let outcome = Locked<(failure: StoreError?, filled: Generation?, indexes: [UniqueIndex?]?, tallies: [EdgeTally])>((nil, nil, nil, []))
         let nextChunk = Atomic<Int>(0)
         // Set when a chunk fails a check: the rows are then checked again in one pass, for
@@ -723,31 +723,49 @@ struct CommitPlan {
             checkChunks(of: chunks, in: next, taking: nextChunk, tally: &tally, failed: rowsFailed)
             if let tally { outcome.withLock { $0.tallies.append(tally) } }
         }
-        DispatchQueue.concurrentPerform(iterations: 2) { part in
+        // The tables and the unique keys are taken, not assigned: each thread takes what no
+        // thread has taken yet, the tables first (the checks need them), so that one thread
+        // alone — when `concurrentPerform` runs both iterations on it — does both.
+        let taken = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
             if let encoding {
                 encoding.write()
                 // Refused below, before anything this step would find.
                 if encoding.failed { return }
             }
-            if part == 0 {
-                do throws(StoreError) {
-                    if insertsOnly {
-                        let indexes = try uniqueIndexesInserting(record, rowsByEntity: rowsByEntity)
-                        outcome.withLock { $0.indexes = indexes }
-                    } else {
-                        try checkUniques(record)
+            while true {
+                let part = taken.wrappingAdd(1, ordering: .relaxed).oldValue
+                if part == 0 {
+                    var next = head
+                    next.applyValidated(record, indexingUniqueInserts: !insertsOnly, rowsByEntity: rowsByEntity)
+                    outcome.withLock { $0.filled = next }
+                } else if part == 1 {
+                    do throws(StoreError) {
+                        if insertsOnly {
+                            let indexes = try uniqueIndexesInserting(record, rowsByEntity: rowsByEntity)
+                            outcome.withLock { $0.indexes = indexes }
+                        } else {
+                            try checkUniques(record)
+                        }
+                    } catch {
+                        outcome.withLock { $0.failure = error }
+                        return
                     }
-                } catch {
-                    outcome.withLock { $0.failure = error }
+                } else {
+                    break
+                }
+            }
+            guard chunks > 0 else { return }
+            // Rows are checked in the generation with the tables filled: by this thread, or
+            // by the other, which took them and is filling them.
+            while true {
+                let (filled, failed) = outcome.withLock { ($0.filled, $0.failure != nil) }
+                if failed { return }
+                if let filled {
+                    checkRows(in: filled)
                     return
                 }
-                // Rows are checked in the generation the other side filled, once it has.
-                if let filled = outcome.withLock({ $0.failure == nil ? $0.filled : nil }) { checkRows(in: filled) }
-            } else {
-                var next = head
-                next.applyValidated(record, indexingUniqueInserts: !insertsOnly, rowsByEntity: rowsByEntity)
-                outcome.withLock { $0.filled = next }
-                if outcome.withLock({ $0.failure == nil }) { checkRows(in: next) }
+                sched_yield()
             }
         }
         try encoding?.checkRows()

@@ -82,12 +82,16 @@ struct UniqueIndex: Sendable {
 }
 
 /// An integer unique key, hashed for locality: the trie reads a hash five bits per level
-/// from the lowest, and this one puts a mix of `key / 32` in the first three levels' bits,
-/// `key % 32` in the fourth level's, and more of the mix after. Keys that differ only in
-/// their last five bits therefore share their first three levels and sit side by side in
-/// one node — at a million keys the fourth level is where entries mostly live — while
-/// blocks of 32 spread evenly like any well-mixed hash. Keys without such runs (random
-/// ones) spread as before: every bit of the hash still depends on the key.
+/// from the lowest, and this one gives the first three levels the low fifteen bits of
+/// `key / 32` (its block of 32), the block's *slowest*-changing five bits first, then
+/// `key % 32` to the fourth level, then a mix of the whole block number. So keys that
+/// differ only in their last five bits sit side by side in one node — at a million keys
+/// the fourth level is where entries mostly live — and consecutive blocks share their
+/// first two levels: a commit adding 10,000 consecutive keys copies a handful of nodes
+/// on their paths, not one path per block (each copied node retains its children, which
+/// are cold, and is freed with the generation before). Keys without such runs (random
+/// ones) spread as before: their blocks' low bits are as random as any hash's, and every
+/// bit above them still depends on the whole key.
 struct IntegerKey: PersistentHashable {
     var value: Int64
 
@@ -95,7 +99,9 @@ struct IntegerKey: PersistentHashable {
 
     var persistentHash: UInt64 {
         let bits = UInt64(bitPattern: value)
-        let mixed = mix64(bits >> 5)
-        return (mixed & 0x7FFF) | ((bits & 31) << 15) | ((mixed >> 15) << 20)
+        let block = bits >> 5
+        // The block's three low five-bit digits, most significant first.
+        let digits = ((block >> 10) & 31) | (((block >> 5) & 31) << 5) | ((block & 31) << 10)
+        return digits | ((bits & 31) << 15) | ((mix64(block) >> 15) << 20)
     }
 }
