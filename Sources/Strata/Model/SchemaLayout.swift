@@ -31,11 +31,12 @@ final class SchemaLayout: Sendable {
         /// Per property: for a relationship, the storage index of its inverse in the
         /// destination entity; -1 for attributes.
         let inverseIndexes: [Int]
-        /// Per attribute: what a value must be when the attribute has no limits (min, max,
-        /// lengths), is not a unique double (which must not be NaN) and is not a date (which
-        /// must be within the years ISO 8601 text can spell), so that the commit
-        /// checks such values without reading the attribute; `nil` for the others.
-        let plainChecks: [(type: AttributeType, optional: Bool)?]
+        /// Per attribute: what a value must be when the attribute has no limits but an int
+        /// one's integer minimum and maximum (no lengths), is not a unique double (which must
+        /// not be NaN) and is not a date (which must be within the years ISO 8601 text can
+        /// spell), so that the commit checks such values without reading the attribute;
+        /// `nil` for the others.
+        let plainChecks: [PlainCheck?]
         /// Per property: for a relationship, whether the check of a transaction that only
         /// inserts looks this side's targets up, or only counts them (the inverse side looks
         /// its own up, and the two sides' counts must agree — see
@@ -46,7 +47,7 @@ final class SchemaLayout: Sendable {
         let followsTargets: [Bool]
 
         init(name: String, attributeCount: Int, kinds: [Kind], propertyNames: [String], uniqueAttribute: Int?, orderedIndexAttributes: [Int],
-             inverseIndexes: [Int], plainChecks: [(type: AttributeType, optional: Bool)?], followsTargets: [Bool]) {
+             inverseIndexes: [Int], plainChecks: [PlainCheck?], followsTargets: [Bool]) {
             self.name = name
             self.attributeCount = attributeCount
             self.kinds = kinds
@@ -57,6 +58,44 @@ final class SchemaLayout: Sendable {
             self.inverseIndexes = inverseIndexes
             self.plainChecks = plainChecks
             self.followsTargets = followsTargets
+        }
+    }
+
+    /// What a value of an attribute with no other checks must be (see
+    /// ``EntityLayout/plainChecks``).
+    struct PlainCheck: Sendable {
+        let type: AttributeType
+        let optional: Bool
+        /// For an int attribute with an integer minimum or maximum, the values they admit.
+        let integers: ClosedRange<Int64>?
+
+        /// The check for `attribute`, or `nil` when it needs the full one.
+        init?(_ attribute: Attribute) {
+            guard attribute.minLength == nil, attribute.maxLength == nil, !(attribute.isUnique && attribute.type == .double),
+                attribute.type != .date
+            else { return nil }
+            type = attribute.type
+            optional = attribute.isOptional
+            switch (attribute.minimum, attribute.maximum) {
+            case (nil, nil):
+                integers = nil
+            case (.int(let minimum)?, .int(let maximum)?) where attribute.type == .int && minimum <= maximum:
+                integers = minimum...maximum
+            case (.int(let minimum)?, nil) where attribute.type == .int:
+                integers = minimum...Int64.max
+            case (nil, .int(let maximum)?) where attribute.type == .int:
+                integers = Int64.min...maximum
+            default:
+                return nil
+            }
+        }
+
+        /// Whether `value`, of this check's type, passes it.
+        @inline(__always)
+        func admits(_ value: Value) -> Bool {
+            guard let integers else { return true }
+            if case .int(let number) = value { return integers.contains(number) }
+            return false
         }
     }
 
@@ -141,13 +180,7 @@ final class SchemaLayout: Sendable {
                                 inverseIndexes: entity.attributes.map { _ in -1 } + entity.relationships.map { r in
                                     indexes[r.destination].flatMap { entities[$0].propertyIndex(named: r.inverse) } ?? -1
                                 },
-                                plainChecks: entity.attributes.map { a in
-                                    // (A unique double must not be NaN, a date must be one ISO 8601
-                                    // can write: those take the full check.)
-                                    a.minimum == nil && a.maximum == nil && a.minLength == nil && a.maxLength == nil
-                                        && !(a.isUnique && a.type == .double) && a.type != .date
-                                        ? (a.type, a.isOptional) : nil
-                                },
+                                plainChecks: entity.attributes.map(PlainCheck.init),
                                 followsTargets: entity.attributes.map { _ in false } + entity.relationships.enumerated().map { (offset, r) in
                                     let index = entity.attributes.count + offset
                                     guard let destination = indexes[r.destination], let inverse = entities[destination].propertyIndex(named: r.inverse),

@@ -1005,7 +1005,7 @@ struct CommitPlan {
             guard index >= layout.attributeCount else {
                 if let plain = layout.plainChecks[index] {
                     if let type = values[index].attributeType {
-                        if type == plain.type { continue }
+                        if type == plain.type && plain.admits(values[index]) { continue }
                     } else if plain.optional && values[index].isNull {
                         continue
                     }
