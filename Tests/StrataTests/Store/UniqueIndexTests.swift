@@ -18,6 +18,32 @@ import Testing
         }
     }
 
+    /// Integer keys' hashes keep consecutive keys together where the trie reads them: the
+    /// 32 keys of a block share the first three levels' bits (fifteen), and 32 consecutive
+    /// blocks the first two levels' (ten) — so a commit of consecutive keys copies few nodes.
+    /// Random keys still reach every slot of those levels.
+    @Test func consecutiveIntegerKeysShareTheirPaths() {
+        func levels(_ key: Int64, _ count: Int) -> UInt64 { IntegerKey(key).persistentHash & ((1 << (5 * UInt64(count))) - 1) }
+        for start: Int64 in [0, 1_000_000 * 32, -64 * 32, Int64.max / 32 * 32 - 32 * 32] {
+            for block in stride(from: start, to: start + 32 * 32, by: 32) {
+                #expect(Set((block..<block + 32).map { levels($0, 3) }).count == 1, "block at \(block)")
+            }
+            let runStart = start / 1024 * 1024
+            #expect(Set(stride(from: runStart, to: runStart + 1024, by: 1).map { levels($0, 2) }).count == 1, "run at \(runStart)")
+            // Each of those 32 blocks in a slot of its own at the third level.
+            #expect(Set(stride(from: runStart, to: runStart + 1024, by: 32).map { levels($0, 3) }).count == 32, "run at \(runStart)")
+        }
+        var rng = SeededGenerator(seed: 11)
+        let random = (0..<4_000).map { _ in Int64.random(in: .min ... .max, using: &rng) }
+        for level in 0..<4 {
+            let slots = Set(random.map { (IntegerKey($0).persistentHash >> (5 * UInt64(level))) & 31 })
+            #expect(slots.count == 32, "level \(level + 1)")
+        }
+        // Keys that share their low twenty bits still part above them.
+        let strided = (0..<1_000).map { Int64($0) << 20 }
+        #expect(Set(strided.map { IntegerKey($0).persistentHash >> 20 }).count == 1_000)
+    }
+
     @Test(arguments: [0, 1, 100, 20_000])
     func bulkBuildEqualsInsertionAndDictionary(count: Int) {
         let entries = Self.entries(count, seed: UInt64(count) + 5)
