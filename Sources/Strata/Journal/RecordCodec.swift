@@ -357,7 +357,7 @@ final class RecordCodec: Sendable {
 
     /// A transaction's inserted rows written in two halves at once: the first half into the
     /// frame's own writer, the second into a spare one, each checksummed by the thread that
-    /// wrote it while its bytes are in that processor's cache; ``append(into:continuing:)``
+    /// wrote it while its bytes are in that processor's cache; ``append(into:payloadStart:)``
     /// then joins them. The bytes are those ``writeRows(_:_:into:)`` writes over all rows.
     ///
     /// Two threads call ``write()`` (or one does, writing both halves in turn); a commit's
