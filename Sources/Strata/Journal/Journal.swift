@@ -324,7 +324,9 @@ public final class Journal: Sendable {
         fileprivate let record: TransactionRecord
         fileprivate let writer: ByteWriter
         fileprivate let frame: RecordCodec.Frame
-        fileprivate let rows: RecordCodec.RowsInHalves
+
+        /// The rows left to write (a frame begun for halves always has them).
+        private var rows: RecordCodec.RowsInHalves { frame.rows! }
 
         /// Writes the halves no thread has taken yet; returns once both are written.
         func write() { rows.write() }
@@ -347,8 +349,8 @@ public final class Journal: Sendable {
         var writer = try encodingBuffer()
         do throws(StoreError) {
             let frame = try codec.beginFrame(record, validating: true, into: &writer)
-            guard let rows = frame.rows else { preconditionFailure("a transaction of \(record.inserted.count) rows began without its rows in halves") }
-            return EncodingInHalves(record: record, writer: writer, frame: frame, rows: rows)
+            precondition(frame.rows != nil, "a transaction of \(record.inserted.count) rows began without its rows in halves")
+            return EncodingInHalves(record: record, writer: writer, frame: frame)
         } catch {
             recycle(&writer)
             throw error

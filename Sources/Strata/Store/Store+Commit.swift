@@ -688,18 +688,16 @@ struct CommitPlan {
     /// anything fails). The failure reported is the one a
     /// single pass would have found first: a unique key's, then the earliest row's.
     ///
-    /// `encoding`, when given, is `record` being encoded with its rows left to write: the two
-    /// threads write them first, and its refusal of a row comes before any failure here.
+    /// `encoding`, when given (only for a transaction ``checksInParallel(_:)``), is `record`
+    /// being encoded with its rows left to write: the two threads write them first, and its
+    /// refusal of a row comes before any failure here.
     func apply(_ record: TransactionRecord, checkingConstraints: Bool, encoding: Journal.EncodingInHalves? = nil) throws(StoreError) -> Generation {
         // A transaction that only inserts (a bulk import) has its unique keys checked and
         // indexed in one walk each, on one thread, while the other fills the tables; its
         // relationships are checked from one side (``checkInserted(_:in:lists:tally:)``).
         let insertsOnly = record.updated.isEmpty && record.deleted.isEmpty
         guard Self.checksInParallel(record) else {
-            if let encoding {
-                encoding.write()
-                try encoding.checkRows()
-            }
+            precondition(encoding == nil, "a transaction of \(record.inserted.count) rows is checked on one thread: encode it whole, not in halves")
             try checkUniques(record)
             var next = head
             next.applyValidated(record)
